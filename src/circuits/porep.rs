@@ -1,0 +1,421 @@
+//! PoRep C2 (seal commit phase 2): one StackedDrg circuit per partition, from the C1 output.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use base64::Engine as _;
+use blstrs::Scalar as Fr;
+use filecoin_hashers::{Domain as _, Hasher};
+use filecoin_proofs::constants::{
+    DefaultPieceHasher, SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB,
+    SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB,
+    SectorShape8MiB,
+};
+use filecoin_proofs::parameters::setup_params;
+use filecoin_proofs::types::VanillaSealProof as RawVanillaSealProof;
+use filecoin_proofs::{as_safe_commitment, DefaultPieceDomain, PoRepConfig};
+use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
+use filecoin_proofs_api::{ApiFeature, RegisteredSealProof, SectorId};
+use serde::Deserialize;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::parameter_cache::{parameter_cache_params_path, CacheableParameters};
+use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
+
+use super::{prover_id_from_miner, CircuitError, CircuitId};
+use crate::groth16::Proof;
+use crate::synth::{synthesize, SynthesizedProof};
+
+/// The envelope Curio's client sends: the C1 JSON, base64-encoded, with the sector's identity.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "SectorNum")]
+    sector_num: Option<u64>,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize")]
+    sector_size: Option<u64>,
+}
+
+/// A parsed, checked PoRep C2 job: everything needed to synthesize each partition and to check
+/// the final proof.
+pub struct PoRepC2 {
+    registered_proof: RegisteredSealProof,
+    comm_r: [u8; 32],
+    comm_d: [u8; 32],
+    seed: [u8; 32],
+    ticket: [u8; 32],
+    prover_id: [u8; 32],
+    sector_id: SectorId,
+    circuit: Box<dyn PartitionCircuits>,
+}
+
+impl std::fmt::Debug for PoRepC2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoRepC2")
+            .field("registered_proof", &self.registered_proof)
+            .field("sector_id", &self.sector_id)
+            .field("partitions", &self.partitions())
+            .finish()
+    }
+}
+
+/// The size-specific half of a job (the Merkle tree shape is a type parameter).
+trait PartitionCircuits: Send + Sync {
+    fn partitions(&self) -> usize;
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
+    fn params_path(&self) -> std::path::PathBuf;
+    /// bellperson's CPU prover on the same circuit: the oracle for tests and benchmarks.
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<blstrs::Bls12>, CircuitError>;
+}
+
+struct Typed<Tree: 'static + MerkleTreeTrait> {
+    public_inputs: stacked::PublicInputs<
+        <Tree::Hasher as Hasher>::Domain,
+        <DefaultPieceHasher as Hasher>::Domain,
+    >,
+    public_params: stacked::PublicParams<Tree>,
+    proofs: Vec<Vec<RawVanillaSealProof<Tree>>>,
+}
+
+impl PoRepC2 {
+    /// Parses a C1 output (plain JSON or Curio's base64 envelope) for the given miner and sector.
+    pub fn from_c1(bytes: &[u8], miner_id: u64, sector_number: u64) -> Result<Self, CircuitError> {
+        let c1 = parse_c1(bytes, sector_number)?;
+        Self::new(c1, prover_id_from_miner(miner_id), SectorId::from(sector_number))
+    }
+
+    pub fn new(
+        c1: SealCommitPhase1Output,
+        prover_id: [u8; 32],
+        sector_id: SectorId,
+    ) -> Result<Self, CircuitError> {
+        let SealCommitPhase1Output {
+            registered_proof,
+            vanilla_proofs,
+            comm_r,
+            comm_d,
+            replica_id,
+            seed,
+            ticket,
+        } = c1;
+        let invalid = |field: &'static str, why: String| CircuitError::InvalidInput { field, why };
+        if registered_proof.major_version() != 1 {
+            return Err(invalid("registered_proof", format!("{registered_proof:?} is not supported")));
+        }
+        if registered_proof.feature_enabled(ApiFeature::NonInteractivePoRep) {
+            return Err(invalid(
+                "registered_proof",
+                format!("{registered_proof:?}: non-interactive PoRep (aggregated) is not supported yet"),
+            ));
+        }
+        for (field, value) in [("comm_r", &comm_r), ("comm_d", &comm_d), ("seed", &seed)] {
+            if *value == [0u8; 32] {
+                return Err(invalid(field, "is all zeros".into()));
+            }
+        }
+        let config = registered_proof.as_v1_config();
+        let replica_id: Fr = replica_id.into();
+        let args = Args {
+            config: &config,
+            registered_proof,
+            comm_r,
+            comm_d,
+            replica_id,
+            seed,
+            ticket,
+            prover_id,
+            sector_id,
+        };
+        let circuit: Box<dyn PartitionCircuits> = match vanilla_proofs {
+            VanillaSealProof::StackedDrg2KiBV1(p) => Box::new(typed::<SectorShape2KiB>(&args, p, SECTOR_SIZE_2_KIB)?),
+            VanillaSealProof::StackedDrg8MiBV1(p) => Box::new(typed::<SectorShape8MiB>(&args, p, SECTOR_SIZE_8_MIB)?),
+            VanillaSealProof::StackedDrg512MiBV1(p) => {
+                Box::new(typed::<SectorShape512MiB>(&args, p, SECTOR_SIZE_512_MIB)?)
+            }
+            VanillaSealProof::StackedDrg32GiBV1(p) => Box::new(typed::<SectorShape32GiB>(&args, p, SECTOR_SIZE_32_GIB)?),
+            VanillaSealProof::StackedDrg64GiBV1(p) => Box::new(typed::<SectorShape64GiB>(&args, p, SECTOR_SIZE_64_GIB)?),
+        };
+        Ok(PoRepC2 {
+            registered_proof,
+            comm_r,
+            comm_d,
+            seed,
+            ticket,
+            prover_id,
+            sector_id,
+            circuit,
+        })
+    }
+
+    pub fn registered_proof(&self) -> RegisteredSealProof {
+        self.registered_proof
+    }
+
+    pub fn circuit_id(&self) -> CircuitId {
+        CircuitId::porep(u64::from(self.registered_proof.sector_size()))
+    }
+
+    pub fn partitions(&self) -> usize {
+        self.circuit.partitions()
+    }
+
+    /// Synthesizes partition `k` and checks that the witness satisfies every constraint.
+    pub fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+        if k >= self.partitions() {
+            return Err(CircuitError::InvalidInput {
+                field: "partition",
+                why: format!("{k} is out of range (0..{})", self.partitions()),
+            });
+        }
+        let synth = self.circuit.synthesize(k)?;
+        let bad = synth.unsatisfied_rows();
+        if bad != 0 {
+            return Err(CircuitError::Unsatisfied {
+                partition: k,
+                rows: bad,
+            });
+        }
+        Ok(synth)
+    }
+
+    /// The Groth16 parameter file this job's circuit is proved with.
+    pub fn params_path(&self) -> std::path::PathBuf {
+        self.circuit.params_path()
+    }
+
+    /// bellperson's proof of partition `k` with the same r and s: the byte-identical oracle.
+    pub fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
+        self.circuit.bellperson_proof(k, params, r, s)
+    }
+
+    /// Joins the partition proofs as seal_commit_phase2 writes them and verifies the result with
+    /// filecoin-proofs' verify_seal. Only a proof that verifies is returned.
+    pub fn finish(&self, proofs: &[Proof<blstrs::Bls12>]) -> Result<Vec<u8>, CircuitError> {
+        if proofs.len() != self.partitions() {
+            return Err(CircuitError::InvalidInput {
+                field: "proofs",
+                why: format!("{} partition proofs for {} partitions", proofs.len(), self.partitions()),
+            });
+        }
+        let mut bytes = Vec::with_capacity(proofs.len() * super::GROTH_PROOF_BYTES);
+        for p in proofs {
+            p.write(&mut bytes).expect("writing to a Vec cannot fail");
+        }
+        self.verify(&bytes)?;
+        Ok(bytes)
+    }
+
+    /// Checks proof bytes with filecoin-proofs' verify_seal.
+    pub fn verify(&self, proof: &[u8]) -> Result<(), CircuitError> {
+        let ok = filecoin_proofs_api::seal::verify_seal(
+            self.registered_proof,
+            self.comm_r,
+            self.comm_d,
+            self.prover_id,
+            self.sector_id,
+            self.ticket,
+            self.seed,
+            proof,
+        )
+        .map_err(|e| CircuitError::Verification(format!("{e:#}")))?;
+        if ok {
+            Ok(())
+        } else {
+            Err(CircuitError::Verification("verify_seal rejected the proof".into()))
+        }
+    }
+}
+
+/// Parses either the plain C1 JSON or the envelope around it.
+fn parse_c1(bytes: &[u8], sector_number: u64) -> Result<SealCommitPhase1Output, CircuitError> {
+    let json_err = |e: serde_json::Error| CircuitError::InvalidInput {
+        field: "c1",
+        why: format!("not a SealCommitPhase1Output: {e}"),
+    };
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(json_err)?;
+    if value.get("Phase1Out").is_none() {
+        return serde_json::from_value(value).map_err(json_err);
+    }
+    let env: Envelope = serde_json::from_value(value).map_err(|e| CircuitError::InvalidInput {
+        field: "c1",
+        why: format!("malformed envelope: {e}"),
+    })?;
+    if let Some(n) = env.sector_num {
+        if n != sector_number {
+            return Err(CircuitError::InvalidInput {
+                field: "SectorNum",
+                why: format!("envelope says sector {n}, request says {sector_number}"),
+            });
+        }
+    }
+    let inner = base64::engine::general_purpose::STANDARD
+        .decode(env.phase1_out.as_bytes())
+        .map_err(|e| CircuitError::InvalidInput {
+            field: "Phase1Out",
+            why: format!("not base64: {e}"),
+        })?;
+    let c1: SealCommitPhase1Output = serde_json::from_slice(&inner).map_err(json_err)?;
+    if let Some(size) = env.sector_size {
+        let registered = u64::from(c1.registered_proof.sector_size());
+        if size != registered {
+            return Err(CircuitError::InvalidInput {
+                field: "SectorSize",
+                why: format!("envelope says {size} bytes, C1 is for {registered}"),
+            });
+        }
+    }
+    Ok(c1)
+}
+
+struct Args<'a> {
+    config: &'a PoRepConfig,
+    registered_proof: RegisteredSealProof,
+    comm_r: [u8; 32],
+    comm_d: [u8; 32],
+    replica_id: Fr,
+    seed: [u8; 32],
+    ticket: [u8; 32],
+    prover_id: [u8; 32],
+    sector_id: SectorId,
+}
+
+fn typed<Tree: 'static + MerkleTreeTrait>(
+    args: &Args<'_>,
+    proofs: Vec<Vec<RawVanillaSealProof<Tree>>>,
+    shape_size: u64,
+) -> Result<Typed<Tree>, CircuitError> {
+    let invalid = |field: &'static str, why: String| CircuitError::InvalidInput { field, why };
+    let config = args.config;
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(config).map_err(|e| invalid("registered_proof", format!("{e:#}")))?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    let registered_size = u64::from(args.registered_proof.sector_size());
+    if shape_size != registered_size {
+        return Err(invalid(
+            "vanilla_proofs",
+            format!("are for {shape_size}-byte sectors, {:?} is for {registered_size}", args.registered_proof),
+        ));
+    }
+    let public_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::setup(&setup)
+    .map_err(|e| invalid("registered_proof", format!("{e:#}")))?
+    .vanilla_params;
+
+    let partitions = usize::from(config.partitions);
+    if proofs.len() != partitions {
+        return Err(invalid(
+            "vanilla_proofs",
+            format!("{} partitions, {:?} has {partitions}", proofs.len(), args.registered_proof),
+        ));
+    }
+    let per_partition = public_params.challenges.num_challenges_per_partition();
+    if let Some((k, p)) = proofs.iter().enumerate().find(|(_, p)| p.len() != per_partition) {
+        return Err(invalid(
+            "vanilla_proofs",
+            format!("partition {k} has {} challenge proofs, expected {per_partition}", p.len()),
+        ));
+    }
+    // The replica id binds the C1 output to this miner and sector: a mismatch would only show as
+    // a failed verification much later.
+    let expected = generate_replica_id::<Tree::Hasher, _>(
+        &args.prover_id,
+        u64::from(args.sector_id),
+        &args.ticket,
+        args.comm_d,
+        &config.porep_id,
+    );
+    if Into::<Fr>::into(expected) != args.replica_id {
+        return Err(invalid(
+            "replica_id",
+            "does not match the given miner id, sector number and ticket".into(),
+        ));
+    }
+    let comm_r = as_safe_commitment::<<Tree::Hasher as Hasher>::Domain, _>(&args.comm_r, "comm_r")
+        .map_err(|e| invalid("comm_r", format!("{e:#}")))?;
+    let comm_d = DefaultPieceDomain::try_from_bytes(&args.comm_d)
+        .map_err(|e| invalid("comm_d", format!("{e:#}")))?;
+    Ok(Typed {
+        public_inputs: stacked::PublicInputs {
+            replica_id: args.replica_id.into(),
+            tau: Some(stacked::Tau { comm_d, comm_r }),
+            k: None,
+            seed: Some(args.seed),
+        },
+        public_params,
+        proofs,
+    })
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
+    fn partitions(&self) -> usize {
+        self.proofs.len()
+    }
+
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+        let circuit = self.circuit(k)?;
+        // A malformed vanilla proof (wrong path lengths, say) can trip an index in the gadgets:
+        // that is bad input, not a crash.
+        catch_unwind(AssertUnwindSafe(|| synthesize(circuit)))
+            .map_err(|_| CircuitError::InvalidInput {
+                field: "vanilla_proofs",
+                why: format!("partition {k} does not fit the circuit"),
+            })?
+            .map_err(|e| CircuitError::Synthesis(format!("partition {k}: {e}")))
+    }
+
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
+        let circuit = self.circuit(k)?;
+        let mut proofs = bellperson::groth16::create_proof_batch(vec![circuit], params, vec![r], vec![s])
+            .map_err(|e| CircuitError::Synthesis(format!("bellperson: {e}")))?;
+        Ok(proofs.remove(0))
+    }
+
+    fn params_path(&self) -> std::path::PathBuf {
+        let id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+            stacked::StackedCircuit<Tree, DefaultPieceHasher>,
+            _,
+        >>::cache_identifier(&self.public_params);
+        parameter_cache_params_path(&id)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Typed<Tree> {
+    fn circuit(&self, k: usize) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, CircuitError> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &self.proofs[k],
+            &self.public_params,
+            Some(k),
+        )
+        .map_err(|e| CircuitError::InvalidInput {
+            field: "vanilla_proofs",
+            why: format!("partition {k}: {e:#}"),
+        })
+    }
+}

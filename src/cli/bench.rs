@@ -1,0 +1,161 @@
+//! `cuzk bench ...`: measurements printed as one JSON object on stdout.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use blstrs::Scalar;
+use clap::{Subcommand, ValueEnum};
+use ff::Field;
+use filecoin_proofs_api::RegisteredSealProof;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::prove::{load_porep, load_srs};
+use super::{logging, ParamsLocation};
+use crate::circuits::parse_sector_size;
+use crate::circuits::porep::PoRepC2;
+use crate::circuits::seal::seal_sector;
+use crate::groth16::{prove, CpuBackend};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Baseline {
+    Bellperson,
+}
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Time synthesis and proving of one PoRep C2 partition.
+    Prove {
+        /// C1 output to prove; without it a fresh sector of --sector-size is sealed first.
+        #[arg(long, value_name = "FILE", requires_all = ["miner_id", "sector_number"])]
+        c1: Option<PathBuf>,
+        #[arg(long)]
+        miner_id: Option<u64>,
+        #[arg(long)]
+        sector_number: Option<u64>,
+        /// Sector size of the freshly sealed sector.
+        #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
+        sector_size: u64,
+        /// Partition to prove.
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
+        /// Also prove with this baseline in the same run and report the ratio.
+        #[arg(long, value_enum)]
+        compare: Option<Baseline>,
+        #[command(flatten)]
+        params: ParamsLocation,
+    },
+}
+
+pub fn run(cmd: BenchCommand) -> Result<()> {
+    match cmd {
+        BenchCommand::Prove {
+            c1,
+            miner_id,
+            sector_number,
+            sector_size,
+            partition,
+            compare,
+            params,
+        } => {
+            params.apply()?;
+            let job = match (c1, miner_id, sector_number) {
+                (Some(c1), Some(m), Some(n)) => load_porep(&c1, m, n)?,
+                _ => fresh_porep(sector_size)?,
+            };
+            bench_porep(&job, partition, compare)
+        }
+    }
+}
+
+fn fresh_porep(sector_size: u64) -> Result<PoRepC2> {
+    let proof = [
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        RegisteredSealProof::StackedDrg8MiBV1_1,
+        RegisteredSealProof::StackedDrg512MiBV1_1,
+    ]
+    .into_iter()
+    .find(|p| u64::from(p.sector_size()) == sector_size)
+    .with_context(|| format!("no fresh sealing for sector size {sector_size}: pass --c1"))?;
+    let dir = tempfile::tempdir()?;
+    let start = Instant::now();
+    let (miner, sector) = (1000, 1);
+    let c1 = seal_sector(proof, miner, sector, 1, dir.path())?;
+    tracing::info!(secs = start.elapsed().as_secs_f64(), "sealed a fresh sector");
+    Ok(PoRepC2::new(
+        c1,
+        crate::circuits::prover_id_from_miner(miner),
+        sector.into(),
+    )?)
+}
+
+fn bench_porep(job: &PoRepC2, partition: usize, compare: Option<Baseline>) -> Result<()> {
+    if partition >= job.partitions() {
+        bail!("--partition {partition} is out of range: the job has {} partitions", job.partitions());
+    }
+    let params_path = job.params_path();
+    let srs = load_srs(&params_path)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(0xbe7c);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+
+    let start = Instant::now();
+    let synth = job.synthesize(partition)?;
+    let synthesis_s = start.elapsed().as_secs_f64();
+    let constraints = synth.num_constraints();
+    let (proof, timings) = prove(&CpuBackend, &srs, synth, r, s)?;
+    let prove_s = timings.total.as_secs_f64();
+    let mut ours = Vec::new();
+    proof.write(&mut ours)?;
+    let verified = if job.partitions() == 1 {
+        Some(job.verify(&ours).is_ok())
+    } else {
+        None
+    };
+    drop(srs);
+
+    let mut report = json!({
+        "bench": "prove",
+        "kind": "porep-c2",
+        "circuit": job.circuit_id(),
+        "partition": partition,
+        "constraints": constraints,
+        "domain_log2": constraints.next_power_of_two().trailing_zeros(),
+        "threads": rayon::current_num_threads(),
+        "cuzk": {
+            "backend": "cpu",
+            "synthesis_s": synthesis_s,
+            "prove_s": prove_s,
+            "stages": timings,
+            "verified": verified,
+        },
+    });
+
+    if let Some(Baseline::Bellperson) = compare {
+        let file = std::fs::File::open(&params_path)
+            .with_context(|| format!("opening {}", params_path.display()))?;
+        let load = Instant::now();
+        let params = bellperson::groth16::Parameters::read(std::io::BufReader::new(file), false)
+            .context("bellperson reading parameters")?;
+        tracing::info!(secs = load.elapsed().as_secs_f64(), "bellperson parameters loaded");
+        let start = Instant::now();
+        let theirs_proof = job.bellperson_proof(partition, &params, r, s)?;
+        let total_s = start.elapsed().as_secs_f64();
+        let mut theirs = Vec::new();
+        theirs_proof.write(&mut theirs)?;
+        let b_synth = logging::take_bellperson_time("synthesis time").map(|d| d.as_secs_f64());
+        let b_prove = logging::take_bellperson_time("prover time").map(|d| d.as_secs_f64());
+        let b_prove_s = b_prove.unwrap_or(total_s);
+        report["bellperson"] = json!({
+            "synthesis_s": b_synth,
+            "prove_s": b_prove_s,
+            "total_s": total_s,
+        });
+        report["prove_ratio"] = json!(prove_s / b_prove_s);
+        report["total_ratio"] = json!((synthesis_s + prove_s) / total_s);
+        report["identical"] = json!(ours == theirs);
+    }
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! The `cuzk` command line: thin wrappers over the library, one file per command family.
+
+mod bench;
+mod logging;
+mod params;
+mod prove;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cuzk", version, about = "Filecoin Groth16 proving appliance")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Prove a job from files and write the proof bytes.
+    #[command(subcommand)]
+    Prove(prove::ProveCommand),
+    /// Groth16 parameter files.
+    #[command(subcommand)]
+    Params(params::ParamsCommand),
+    /// Measure the prover, optionally against bellperson in the same run.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+/// Where filecoin-proofs parameter files are looked up.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ParamsLocation {
+    /// Directory of .params/.vk files (sets FIL_PROOFS_PARAMETER_CACHE for this process).
+    #[arg(long, value_name = "DIR")]
+    pub params_dir: Option<PathBuf>,
+}
+
+impl ParamsLocation {
+    /// Applies the location; must run before filecoin-proofs reads its settings.
+    fn apply(&self) -> anyhow::Result<()> {
+        if let Some(dir) = &self.params_dir {
+            if !dir.is_dir() {
+                anyhow::bail!("parameter directory {} does not exist", dir.display());
+            }
+            // SAFETY (of set_var): single-threaded here, before any library reads the variable.
+            std::env::set_var(crate::circuits::params::PARAMETER_CACHE_ENV, dir);
+        }
+        Ok(())
+    }
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init();
+    let result = match cli.command {
+        Command::Prove(cmd) => prove::run(cmd),
+        Command::Params(cmd) => params::run(cmd),
+        Command::Bench(cmd) => bench::run(cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

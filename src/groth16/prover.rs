@@ -1,0 +1,182 @@
+//! The prover: one [`SynthesizedProof`] and the SRS in, one Groth16 proof out.
+//!
+//! π = (A, B, C) with
+//!   A = α + Σ a_i·[A_i]₁ + r·δ
+//!   B = β + Σ b_i·[B_i]₂ + s·δ
+//!   C = Σ aux_i·[L_i]₁ + Σ h_i·[H_i]₁ + s·A + r·B₁ - r·s·δ
+//! where a_i, b_i run over the density-compressed assignment.
+
+use std::time::{Duration, Instant};
+
+use blstrs::{G1Projective, G2Projective, Scalar};
+use group::{prime::PrimeCurveAffine, Curve};
+use serde::Serialize;
+
+use super::msm::MsmStats;
+use super::{Backend, ProveError, Proof};
+use crate::srs::Srs;
+use crate::synth::{Density, SynthesizedProof};
+
+/// Where one proof's time went, and what its MSMs saw.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ProveTimings {
+    #[serde(with = "secs")]
+    pub h_ntt: Duration,
+    #[serde(with = "secs")]
+    pub msm_h: Duration,
+    #[serde(with = "secs")]
+    pub msm_l: Duration,
+    #[serde(with = "secs")]
+    pub msm_a: Duration,
+    #[serde(with = "secs")]
+    pub msm_b_g1: Duration,
+    #[serde(with = "secs")]
+    pub msm_b_g2: Duration,
+    #[serde(with = "secs")]
+    pub total: Duration,
+    pub l_scalars: MsmStats,
+    pub a_scalars: MsmStats,
+    pub b_scalars: MsmStats,
+}
+
+mod secs {
+    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+/// Proves one synthesized circuit with randomness `r`, `s`.
+pub fn prove(
+    backend: &dyn Backend,
+    srs: &Srs,
+    synth: SynthesizedProof,
+    r: Scalar,
+    s: Scalar,
+) -> Result<(Proof<blstrs::Bls12>, ProveTimings), ProveError> {
+    let start = Instant::now();
+    check_shape(srs, &synth)?;
+    let vk = &srs.vk;
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(ProveError::DegenerateParameters);
+    }
+    let mut t = ProveTimings::default();
+    let SynthesizedProof {
+        a,
+        b,
+        c,
+        inputs,
+        aux,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    } = synth;
+
+    let clock = Instant::now();
+    let h = backend.h_coefficients(a, b, c)?;
+    t.h_ntt = clock.elapsed();
+    if srs.h.len() < h.len() {
+        return Err(ProveError::ShapeMismatch(format!(
+            "h has {} bases, the domain needs {}",
+            srs.h.len(),
+            h.len()
+        )));
+    }
+
+    let clock = Instant::now();
+    let (h_sum, _) = backend.msm_g1(&srs.h, &h);
+    t.msm_h = clock.elapsed();
+    drop(h);
+
+    let clock = Instant::now();
+    let (l_sum, l_stats) = backend.msm_g1(&srs.l, &aux);
+    t.msm_l = clock.elapsed();
+    t.l_scalars = l_stats;
+
+    // A: every input, then the aux variables in A's density.
+    let clock = Instant::now();
+    let a_scalars = concat_dense(&inputs, None, &aux, &a_aux_density);
+    let (a_sum, a_stats) = backend.msm_g1(&srs.a, &a_scalars);
+    drop(a_scalars);
+    t.msm_a = clock.elapsed();
+    t.a_scalars = a_stats;
+
+    // B: inputs in B's input density, then aux variables in B's aux density.
+    let b_scalars = concat_dense(&inputs, Some(&b_input_density), &aux, &b_aux_density);
+    let clock = Instant::now();
+    let (b_g1_sum, b_stats) = backend.msm_g1(&srs.b_g1, &b_scalars);
+    t.msm_b_g1 = clock.elapsed();
+    t.b_scalars = b_stats;
+    let clock = Instant::now();
+    let (b_g2_sum, _) = backend.msm_g2(&srs.b_g2, &b_scalars);
+    t.msm_b_g2 = clock.elapsed();
+
+    let rs = r * s;
+    let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + a_sum;
+    let g_b: G2Projective = vk.delta_g2 * s + vk.beta_g2 + b_g2_sum;
+    let g_c: G1Projective = a_sum * s
+        + b_g1_sum * r
+        + vk.delta_g1 * rs
+        + vk.alpha_g1 * s
+        + vk.beta_g1 * r
+        + h_sum
+        + l_sum;
+    t.total = start.elapsed();
+    Ok((
+        Proof {
+            a: g_a.to_affine(),
+            b: g_b.to_affine(),
+            c: g_c.to_affine(),
+        },
+        t,
+    ))
+}
+
+/// The scalars of a density-compressed query: inputs (all, or those in `input_density`), then the
+/// aux values whose bit is set in `aux_density`.
+fn concat_dense(
+    inputs: &[Scalar],
+    input_density: Option<&Density>,
+    aux: &[Scalar],
+    aux_density: &Density,
+) -> Vec<Scalar> {
+    let n_inputs = input_density.map_or(inputs.len(), Density::count);
+    let mut out = Vec::with_capacity(n_inputs + aux_density.count());
+    match input_density {
+        None => out.extend_from_slice(inputs),
+        Some(d) => out.extend(d.iter_ones().map(|i| inputs[i])),
+    }
+    out.extend(aux_density.iter_ones().map(|i| aux[i]));
+    out
+}
+
+fn check_shape(srs: &Srs, p: &SynthesizedProof) -> Result<(), ProveError> {
+    let mismatch = |what: &str, have: usize, want: usize| {
+        Err(ProveError::ShapeMismatch(format!(
+            "{what}: parameters have {have}, circuit needs {want}"
+        )))
+    };
+    if p.a.len() != p.b.len() || p.a.len() != p.c.len() {
+        return mismatch("a/b/c evaluations", p.b.len(), p.a.len());
+    }
+    if srs.vk.ic.len() != p.inputs.len() {
+        return mismatch("public inputs (ic)", srs.vk.ic.len(), p.inputs.len());
+    }
+    if srs.l.len() != p.aux.len() {
+        return mismatch("aux variables (l)", srs.l.len(), p.aux.len());
+    }
+    let a_len = p.inputs.len() + p.a_aux_density.count();
+    if srs.a.len() != a_len {
+        return mismatch("A query bases (a)", srs.a.len(), a_len);
+    }
+    let b_len = p.b_input_density.count() + p.b_aux_density.count();
+    if srs.b_g1.len() != b_len || srs.b_g2.len() != b_len {
+        return mismatch("B query bases (b_g1/b_g2)", srs.b_g1.len().min(srs.b_g2.len()), b_len);
+    }
+    if p.a_aux_density.len() != p.aux.len()
+        || p.b_aux_density.len() != p.aux.len()
+        || p.b_input_density.len() != p.inputs.len()
+    {
+        return mismatch("density lengths", p.a_aux_density.len(), p.aux.len());
+    }
+    Ok(())
+}

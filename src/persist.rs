@@ -1,0 +1,63 @@
+//! Durable writes. Every file the appliance keeps goes through here: written to a temporary
+//! file in the target's directory, fsynced, renamed over the target, and the directory fsynced,
+//! so a crash leaves either the old file or the new one, never a torn one.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+/// Atomically replaces `path` with `bytes`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = parent(path);
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        std::process::id()
+    ));
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(bytes)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    drop(f);
+    publish(&tmp, path)
+}
+
+/// Makes a finished file at `from` durable and moves it to `to` (same filesystem).
+pub fn publish(from: &Path, to: &Path) -> Result<()> {
+    File::open(from)
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("syncing {}", from.display()))?;
+    std::fs::rename(from, to)
+        .with_context(|| format!("renaming {} to {}", from.display(), to.display()))?;
+    File::open(parent(to))
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("syncing directory of {}", to.display()))
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_atomic_replaces_existing_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("proof.bin");
+        write_atomic(&p, b"old").unwrap();
+        write_atomic(&p, b"new").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

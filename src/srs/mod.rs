@@ -1,0 +1,221 @@
+//! The structured reference string: Filecoin `.params` (and `.vk`) files.
+//!
+//! Layout, as bellperson writes it: the verifying key (alpha_g1, beta_g1, beta_g2, gamma_g2,
+//! delta_g1, delta_g2, then a big-endian u32 count of ic points and the points), then for each of
+//! h, l, a, b_g1, b_g2 a big-endian u32 count and that many uncompressed points (G1: 96 bytes,
+//! G2: 192 bytes). a, b_g1 and b_g2 are density-compressed: they hold bases only for variables
+//! that appear in the A (resp. B) query, in variable order. The file is memory-mapped and each
+//! section decoded in parallel.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use bellperson::groth16::VerifyingKey;
+use blstrs::{Bls12, G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use group::UncompressedEncoding;
+use rayon::prelude::*;
+
+const G1_BYTES: usize = 96;
+const G2_BYTES: usize = 192;
+/// alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2.
+const VK_FIXED_BYTES: usize = 3 * G1_BYTES + 3 * G2_BYTES;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SrsError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is truncated: section {section} needs {needed} bytes at offset {offset}, file has {len}")]
+    Truncated {
+        path: PathBuf,
+        section: &'static str,
+        offset: usize,
+        needed: usize,
+        len: usize,
+    },
+    #[error("{path}: point {index} of section {section} is not a valid curve point")]
+    InvalidPoint {
+        path: PathBuf,
+        section: &'static str,
+        index: usize,
+    },
+    #[error("{path} has {extra} bytes after its last section: not a Groth16 parameter file")]
+    TrailingBytes { path: PathBuf, extra: usize },
+}
+
+/// A Groth16 proving key, decoded into memory.
+pub struct Srs {
+    pub vk: VerifyingKey<Bls12>,
+    /// Powers for the quotient polynomial h: n - 1 of them for a domain of n.
+    pub h: Vec<G1Affine>,
+    /// One per aux variable.
+    pub l: Vec<G1Affine>,
+    /// All inputs, then aux variables in the A density.
+    pub a: Vec<G1Affine>,
+    /// Inputs in the B density, then aux variables in the B density.
+    pub b_g1: Vec<G1Affine>,
+    pub b_g2: Vec<G2Affine>,
+}
+
+impl std::fmt::Debug for Srs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Srs")
+            .field("ic", &self.vk.ic.len())
+            .field("h", &self.h.len())
+            .field("l", &self.l.len())
+            .field("a", &self.a.len())
+            .field("b_g1", &self.b_g1.len())
+            .field("b_g2", &self.b_g2.len())
+            .finish()
+    }
+}
+
+impl Srs {
+    /// Reads and decodes a `.params` file.
+    pub fn read(path: &Path) -> Result<Srs, SrsError> {
+        let file = File::open(path).map_err(|source| SrsError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        // SAFETY: the file is opened read-only and parameter files are never modified in place
+        // (they are written once, then renamed into the cache).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SrsError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut r = Reader {
+            path,
+            bytes: &map,
+            pos: 0,
+        };
+        let vk = r.vk()?;
+        let h = r.g1_section("h")?;
+        let l = r.g1_section("l")?;
+        let a = r.g1_section("a")?;
+        let b_g1 = r.g1_section("b_g1")?;
+        let b_g2 = r.g2_section("b_g2")?;
+        r.finish()?;
+        Ok(Srs {
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
+    }
+
+    /// Heap bytes of the decoded points.
+    pub fn heap_bytes(&self) -> usize {
+        let g1 = std::mem::size_of::<G1Affine>();
+        (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len() + self.vk.ic.len()) * g1
+            + self.b_g2.len() * std::mem::size_of::<G2Affine>()
+    }
+}
+
+/// Reads a `.vk` file (a verifying key alone).
+pub fn read_verifying_key(path: &Path) -> Result<VerifyingKey<Bls12>, SrsError> {
+    let bytes = std::fs::read(path).map_err(|source| SrsError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut r = Reader {
+        path,
+        bytes: &bytes,
+        pos: 0,
+    };
+    let vk = r.vk()?;
+    r.finish()?;
+    Ok(vk)
+}
+
+struct Reader<'a> {
+    path: &'a Path,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, section: &'static str, needed: usize) -> Result<&'a [u8], SrsError> {
+        let end = self.pos.checked_add(needed).filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(SrsError::Truncated {
+                path: self.path.to_owned(),
+                section,
+                offset: self.pos,
+                needed,
+                len: self.bytes.len(),
+            });
+        };
+        let out = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn count(&mut self, section: &'static str) -> Result<usize, SrsError> {
+        let b = self.take(section, 4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    }
+
+    fn points<P>(&mut self, section: &'static str, size: usize) -> Result<Vec<P>, SrsError>
+    where
+        P: UncompressedEncoding + PrimeCurveAffine + Send,
+    {
+        let n = self.count(section)?;
+        let needed = n.checked_mul(size).unwrap_or(usize::MAX);
+        let body = self.take(section, needed)?;
+        body.par_chunks_exact(size)
+            .enumerate()
+            .map(|(index, chunk)| {
+                let mut repr = P::Uncompressed::default();
+                repr.as_mut().copy_from_slice(chunk);
+                // On-curve is checked here; subgroup membership is not (as bellperson's unchecked
+                // read): parameter files come from the operator's own trusted cache.
+                let p: Option<P> = P::from_uncompressed_unchecked(&repr).into();
+                p.filter(|p| !bool::from(p.is_identity()))
+                    .ok_or_else(|| SrsError::InvalidPoint {
+                        path: self.path.to_owned(),
+                        section,
+                        index,
+                    })
+            })
+            .collect()
+    }
+
+    fn g1_section(&mut self, section: &'static str) -> Result<Vec<G1Affine>, SrsError> {
+        self.points(section, G1_BYTES)
+    }
+
+    fn g2_section(&mut self, section: &'static str) -> Result<Vec<G2Affine>, SrsError> {
+        self.points(section, G2_BYTES)
+    }
+
+    fn vk(&mut self) -> Result<VerifyingKey<Bls12>, SrsError> {
+        let start = self.pos;
+        self.take("vk", VK_FIXED_BYTES)?;
+        let ic = self.count("vk.ic")?;
+        self.take("vk.ic", ic.saturating_mul(G1_BYTES))?;
+        VerifyingKey::<Bls12>::read(&self.bytes[start..self.pos]).map_err(|_| SrsError::InvalidPoint {
+            path: self.path.to_owned(),
+            section: "vk",
+            index: 0,
+        })
+    }
+
+    fn finish(&self) -> Result<(), SrsError> {
+        if self.pos == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(SrsError::TrailingBytes {
+                path: self.path.to_owned(),
+                extra: self.bytes.len() - self.pos,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

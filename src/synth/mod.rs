@@ -1,0 +1,225 @@
+//! Synthesis: running a circuit to get its witness and the A, B, C evaluations per constraint.
+//!
+//! [`SynthesizedProof`] is the narrow waist of the pipeline: every synthesis path produces it and
+//! every prover backend consumes it. [`synthesize`] records exactly what bellperson's prover
+//! records (input ONE first, then one `input * 0 = 0` row per public input after the circuit), so
+//! that a proof made from it with the same r and s is byte-identical to bellperson's.
+
+mod density;
+
+pub use density::Density;
+
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+
+/// The witness and constraint evaluations of one circuit (one partition), ready to prove.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SynthesizedProof {
+    /// A·z, B·z, C·z, one entry per constraint (input rows included).
+    pub a: Vec<Scalar>,
+    pub b: Vec<Scalar>,
+    pub c: Vec<Scalar>,
+    /// Public inputs, ONE first.
+    pub inputs: Vec<Scalar>,
+    /// Private (auxiliary) assignment.
+    pub aux: Vec<Scalar>,
+    /// Aux variables with a non-zero coefficient somewhere in A.
+    pub a_aux_density: Density,
+    /// Inputs with a non-zero coefficient somewhere in B.
+    pub b_input_density: Density,
+    /// Aux variables with a non-zero coefficient somewhere in B.
+    pub b_aux_density: Density,
+}
+
+impl SynthesizedProof {
+    pub fn num_constraints(&self) -> usize {
+        self.a.len()
+    }
+
+    /// Rows where a * b != c: zero for a satisfied circuit.
+    pub fn unsatisfied_rows(&self) -> usize {
+        use rayon::prelude::*;
+        self.a
+            .par_iter()
+            .zip(&self.b)
+            .zip(&self.c)
+            .filter(|((a, b), c)| **a * **b != **c)
+            .count()
+    }
+
+    /// Heap bytes held by the buffers: what a memory reservation for it must cover.
+    pub fn heap_bytes(&self) -> usize {
+        let scalar = std::mem::size_of::<Scalar>();
+        (self.a.capacity() + self.b.capacity() + self.c.capacity()) * scalar
+            + (self.inputs.capacity() + self.aux.capacity()) * scalar
+            + self.a_aux_density.heap_bytes()
+            + self.b_input_density.heap_bytes()
+            + self.b_aux_density.heap_bytes()
+    }
+}
+
+/// Synthesizes `circuit` with the full (enforce-evaluating) path.
+pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<SynthesizedProof, SynthesisError> {
+    let mut cs = ProvingSystem::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    for i in 0..cs.proof.inputs.len() {
+        cs.enforce(|| "input", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+    }
+    Ok(cs.proof)
+}
+
+/// A constraint system that evaluates every constraint as it is enforced.
+pub struct ProvingSystem {
+    proof: SynthesizedProof,
+}
+
+fn eval(
+    lc: &LinearCombination<Scalar>,
+    inputs: &[Scalar],
+    aux: &[Scalar],
+    mut input_density: Option<&mut Density>,
+    mut aux_density: Option<&mut Density>,
+) -> Scalar {
+    let mut acc = Scalar::ZERO;
+    for (&index, coeff) in lc.iter_inputs() {
+        if bool::from(coeff.is_zero()) {
+            continue;
+        }
+        acc += term(inputs[index], coeff);
+        if let Some(d) = input_density.as_deref_mut() {
+            d.set(index);
+        }
+    }
+    for (&index, coeff) in lc.iter_aux() {
+        if bool::from(coeff.is_zero()) {
+            continue;
+        }
+        acc += term(aux[index], coeff);
+        if let Some(d) = aux_density.as_deref_mut() {
+            d.set(index);
+        }
+    }
+    acc
+}
+
+#[inline]
+fn term(value: Scalar, coeff: &Scalar) -> Scalar {
+    if *coeff == Scalar::ONE {
+        value
+    } else {
+        value * coeff
+    }
+}
+
+impl ConstraintSystem<Scalar> for ProvingSystem {
+    type Root = Self;
+
+    fn new() -> Self {
+        ProvingSystem {
+            proof: SynthesizedProof {
+                a: Vec::new(),
+                b: Vec::new(),
+                c: Vec::new(),
+                inputs: Vec::new(),
+                aux: Vec::new(),
+                a_aux_density: Density::new(),
+                b_input_density: Density::new(),
+                b_aux_density: Density::new(),
+            },
+        }
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let p = &mut self.proof;
+        p.aux.push(f()?);
+        p.a_aux_density.push();
+        p.b_aux_density.push();
+        Ok(Variable::new_unchecked(Index::Aux(p.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let p = &mut self.proof;
+        p.inputs.push(f()?);
+        p.b_input_density.push();
+        Ok(Variable::new_unchecked(Index::Input(p.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+        let p = &mut self.proof;
+        // Inputs have full density in A (every input gets an `input * 0 = 0` row), so only aux
+        // variables are tracked there; C has no query of its own.
+        let a_val = eval(&a, &p.inputs, &p.aux, None, Some(&mut p.a_aux_density));
+        let b_val = eval(
+            &b,
+            &p.inputs,
+            &p.aux,
+            Some(&mut p.b_input_density),
+            Some(&mut p.b_aux_density),
+        );
+        let c_val = eval(&c, &p.inputs, &p.aux, None, None);
+        p.a.push(a_val);
+        p.b.push(b_val);
+        p.c.push(c_val);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends a sub-system synthesized on its own (its first input is its own ONE and is skipped).
+    fn extend(&mut self, other: &Self) {
+        let p = &mut self.proof;
+        let o = &other.proof;
+        p.a_aux_density.extend_from(&o.a_aux_density, 0);
+        // The sub-system's ONE is coalesced into ours, as bellperson does.
+        if p.b_input_density.is_empty() {
+            p.b_input_density.extend_from(&o.b_input_density, 0);
+        } else {
+            if o.b_input_density.get(0) {
+                p.b_input_density.set(0);
+            }
+            p.b_input_density.extend_from(&o.b_input_density, 1);
+        }
+        p.b_aux_density.extend_from(&o.b_aux_density, 0);
+        p.a.extend_from_slice(&o.a);
+        p.b.extend_from_slice(&o.b);
+        p.c.extend_from_slice(&o.c);
+        p.inputs.extend_from_slice(&o.inputs[1..]);
+        p.aux.extend_from_slice(&o.aux);
+    }
+}
