@@ -2,7 +2,7 @@
 //!
 //! Its rows mimic the mix of real Filecoin circuits: boolean constraints on fresh bits (aux
 //! values 0 and 1), products of earlier values, and linear sums. Every row is satisfied, inputs
-//! appear in B, and some aux variables never appear in A or B, so density-compressed bases matter.
+//! appear in B, and some aux variables appear only in C, so density-compressed bases matter.
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -48,8 +48,9 @@ impl Circuit<Scalar> for SyntheticCircuit {
             let v = Scalar::random(&mut rng);
             (cs.alloc(|| "seed 1", || Ok(v))?, v)
         };
-        // A variable that no row mentions: zero density in both A and B.
-        cs.alloc(|| "unused", || Ok(Scalar::from(42u64)))?;
+        // A variable only C mentions: zero density in both A and B.
+        let c_only = cs.alloc(|| "c only", || Ok(prev.1))?;
+        cs.enforce(|| "c only", |lc| lc + prev.0, |lc| lc + CS::one(), |lc| lc + c_only);
         let mut bit = (CS::one(), Scalar::ONE);
         for i in 0..self.constraints {
             match i % 4 {

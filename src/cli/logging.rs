@@ -1,6 +1,7 @@
 //! Logging to stderr: our tracing events, and the `log` records of filecoin-proofs and bellperson
 //! at warning level and above. bellperson's own phase timings are kept for the benchmark.
 
+use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -38,6 +39,7 @@ pub fn init() {
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .finish();
     let _ = tracing::subscriber::set_global_default(subscriber);
     if log::set_boxed_logger(Box::new(LogBridge)).is_ok() {

@@ -217,5 +217,3 @@ impl<'a> Reader<'a> {
     }
 }
 
-#[cfg(test)]
-mod tests;

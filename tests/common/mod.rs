@@ -1,0 +1,64 @@
+//! Shared by the integration tests: the parameter cache, a sealed 2 KiB sector, the binary.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::RegisteredSealProof;
+
+pub const MINER_ID: u64 = 1000;
+pub const SECTOR_NUMBER: u64 = 7;
+pub const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
+
+/// The test parameter cache, kept between runs (CUZK_TEST_PARAMS, default
+/// /var/tmp/cuzk-test-params). Missing 2 KiB PoRep parameters are made once through
+/// `cuzk params generate` (about 10 minutes on 2 cores; none when warm). Also points this
+/// process's filecoin-proofs at it.
+pub fn params_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::var_os("CUZK_TEST_PARAMS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/var/tmp/cuzk-test-params"));
+        let out = cuzk(&[
+            "params",
+            "generate",
+            "--kind",
+            "porep",
+            "--sector-size",
+            "2KiB",
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "params generate failed: {}", stderr(&out));
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+        dir
+    })
+    .clone()
+}
+
+/// A 2 KiB sector sealed once per test process with filecoin-proofs (PC1, PC2, C1).
+pub fn sealed_c1() -> SealCommitPhase1Output {
+    static C1: OnceLock<SealCommitPhase1Output> = OnceLock::new();
+    params_dir();
+    C1.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        cuzk::circuits::seal::seal_sector(PROOF, MINER_ID, SECTOR_NUMBER, 42, dir.path())
+            .expect("sealing a 2 KiB sector")
+    })
+    .clone()
+}
+
+pub fn cuzk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(args)
+        .env("CUZK_LOG", "warn")
+        .output()
+        .expect("running cuzk")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

@@ -1,0 +1,152 @@
+//! PoRep C2 end to end on a real 2 KiB sector: sealed with filecoin-proofs, proved by cuzk,
+//! checked by filecoin-proofs' verify_seal and against bellperson's prover byte for byte.
+
+mod common;
+
+use base64::Engine as _;
+use blstrs::Scalar;
+use common::*;
+use cuzk::circuits::porep::PoRepC2;
+use cuzk::circuits::prover_id_from_miner;
+use cuzk::groth16::{prove, CpuBackend};
+use cuzk::srs::Srs;
+use ff::Field;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+fn write_json(dir: &std::path::Path, name: &str, value: &serde_json::Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(value).unwrap()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn prove_cli(c1_path: &str, out: &str, miner: u64) -> std::process::Output {
+    let params = params_dir();
+    cuzk(&[
+        "prove",
+        "porep-c2",
+        "--c1",
+        c1_path,
+        "--miner-id",
+        &miner.to_string(),
+        "--sector-number",
+        &SECTOR_NUMBER.to_string(),
+        "--out",
+        out,
+        "--params-dir",
+        params.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn cli_proves_curio_envelope_and_verify_seal_accepts_it() {
+    let c1 = sealed_c1();
+    let dir = tempfile::tempdir().unwrap();
+    let inner = serde_json::to_vec(&c1).unwrap();
+    let envelope = serde_json::json!({
+        "SectorNum": SECTOR_NUMBER,
+        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(inner),
+        "SectorSize": 2048,
+    });
+    let c1_path = write_json(dir.path(), "c1.json", &envelope);
+    let out_path = dir.path().join("proof.bin");
+    let out = prove_cli(&c1_path, out_path.to_str().unwrap(), MINER_ID);
+    assert!(out.status.success(), "cuzk prove failed: {}", stderr(&out));
+
+    let proof = std::fs::read(&out_path).unwrap();
+    assert_eq!(proof.len(), 192);
+    let ok = filecoin_proofs_api::seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        prover_id_from_miner(MINER_ID),
+        SECTOR_NUMBER.into(),
+        c1.ticket,
+        c1.seed,
+        &proof,
+    )
+    .unwrap();
+    assert!(ok, "verify_seal rejected cuzk's proof");
+
+    // The same proof does not verify for another seed.
+    let mut wrong_seed = c1.seed;
+    wrong_seed[0] ^= 1;
+    let ok = filecoin_proofs_api::seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        prover_id_from_miner(MINER_ID),
+        SECTOR_NUMBER.into(),
+        c1.ticket,
+        wrong_seed,
+        &proof,
+    )
+    .unwrap();
+    assert!(!ok);
+}
+
+#[test]
+fn c1_with_wrong_seed_is_a_clear_error_and_no_proof() {
+    let mut c1 = serde_json::to_value(sealed_c1()).unwrap();
+    let seed = c1["seed"].as_array_mut().unwrap();
+    seed[0] = serde_json::json!((seed[0].as_u64().unwrap() + 1) % 256);
+    let dir = tempfile::tempdir().unwrap();
+    let c1_path = write_json(dir.path(), "c1.json", &c1);
+    let out_path = dir.path().join("proof.bin");
+    let out = prove_cli(&c1_path, out_path.to_str().unwrap(), MINER_ID);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("do not satisfy the circuit"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out_path.exists());
+}
+
+#[test]
+fn corrupted_or_mismatched_c1_is_a_clear_error() {
+    let c1 = serde_json::to_vec(&sealed_c1()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("proof.bin");
+
+    let truncated = dir.path().join("truncated.json");
+    std::fs::write(&truncated, &c1[..c1.len() / 2]).unwrap();
+    let out = prove_cli(truncated.to_str().unwrap(), out_path.to_str().unwrap(), MINER_ID);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("invalid c1"), "{}", stderr(&out));
+
+    let whole = dir.path().join("c1.json");
+    std::fs::write(&whole, &c1).unwrap();
+    let out = prove_cli(whole.to_str().unwrap(), out_path.to_str().unwrap(), MINER_ID + 1);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("invalid replica_id"), "{}", stderr(&out));
+
+    for err in [stderr(&out)] {
+        assert_eq!(err.trim().lines().count(), 1, "one line for the user: {err}");
+        assert!(!err.contains("panicked"));
+    }
+    assert!(!out_path.exists());
+}
+
+#[test]
+fn porep_partition_is_byte_identical_to_bellperson() {
+    let job = PoRepC2::new(sealed_c1(), prover_id_from_miner(MINER_ID), SECTOR_NUMBER.into()).unwrap();
+    let path = job.params_path();
+    let mut rng = ChaCha8Rng::seed_from_u64(99);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+
+    let synth = job.synthesize(0).unwrap();
+    assert_eq!(synth.unsatisfied_rows(), 0);
+    assert_eq!(synth.num_constraints(), 2_687_961);
+    let srs = Srs::read(&path).unwrap();
+    let (ours, _) = prove(&CpuBackend, &srs, synth, r, s).unwrap();
+    drop(srs);
+
+    let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+    let params = bellperson::groth16::Parameters::read(file, false).unwrap();
+    let theirs = job.bellperson_proof(0, &params, r, s).unwrap();
+
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    ours.write(&mut a).unwrap();
+    theirs.write(&mut b).unwrap();
+    assert_eq!(a, b);
+    job.finish(&[ours]).expect("filecoin-proofs verifies the proof");
+}
