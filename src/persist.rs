@@ -13,7 +13,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = parent(path);
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
         std::process::id()
     ));
     let mut f = OpenOptions::new()

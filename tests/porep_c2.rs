@@ -109,26 +109,36 @@ fn corrupted_or_mismatched_c1_is_a_clear_error() {
 
     let truncated = dir.path().join("truncated.json");
     std::fs::write(&truncated, &c1[..c1.len() / 2]).unwrap();
-    let out = prove_cli(truncated.to_str().unwrap(), out_path.to_str().unwrap(), MINER_ID);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("invalid c1"), "{}", stderr(&out));
-
     let whole = dir.path().join("c1.json");
     std::fs::write(&whole, &c1).unwrap();
-    let out = prove_cli(whole.to_str().unwrap(), out_path.to_str().unwrap(), MINER_ID + 1);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("invalid replica_id"), "{}", stderr(&out));
 
-    for err in [stderr(&out)] {
-        assert_eq!(err.trim().lines().count(), 1, "one line for the user: {err}");
-        assert!(!err.contains("panicked"));
+    let cases = [
+        (&truncated, MINER_ID, "invalid c1"),
+        (&whole, MINER_ID + 1, "invalid replica_id"),
+    ];
+    for (c1_path, miner, expected) in cases {
+        let out = prove_cli(c1_path.to_str().unwrap(), out_path.to_str().unwrap(), miner);
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(err.contains(expected), "{err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "one line for the user: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
     }
     assert!(!out_path.exists());
 }
 
 #[test]
 fn porep_partition_is_byte_identical_to_bellperson() {
-    let job = PoRepC2::new(sealed_c1(), prover_id_from_miner(MINER_ID), SECTOR_NUMBER.into()).unwrap();
+    let job = PoRepC2::new(
+        sealed_c1(),
+        prover_id_from_miner(MINER_ID),
+        SECTOR_NUMBER.into(),
+    )
+    .unwrap();
     let path = job.params_path();
     let mut rng = ChaCha8Rng::seed_from_u64(99);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
@@ -148,5 +158,6 @@ fn porep_partition_is_byte_identical_to_bellperson() {
     ours.write(&mut a).unwrap();
     theirs.write(&mut b).unwrap();
     assert_eq!(a, b);
-    job.finish(&[ours]).expect("filecoin-proofs verifies the proof");
+    job.finish(&[ours])
+        .expect("filecoin-proofs verifies the proof");
 }

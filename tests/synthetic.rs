@@ -12,7 +12,10 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-fn params_file(circuit: &SyntheticCircuit, dir: &std::path::Path) -> (Parameters<Bls12>, std::path::PathBuf) {
+fn params_file(
+    circuit: &SyntheticCircuit,
+    dir: &std::path::Path,
+) -> (Parameters<Bls12>, std::path::PathBuf) {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let params = generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
     let path = dir.join("synthetic.params");
@@ -43,10 +46,17 @@ fn synthetic_proofs_are_byte_identical_to_bellperson_and_verify() {
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let synth = synthesize(circuit.clone()).unwrap();
         assert_eq!(synth.unsatisfied_rows(), 0);
-        assert!(synth.a_aux_density.count() < synth.aux.len(), "some aux outside A");
+        assert!(
+            synth.a_aux_density.count() < synth.aux.len(),
+            "some aux outside A"
+        );
         let (ours, _) = prove(&CpuBackend, &srs, synth, r, s).unwrap();
         let theirs = create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap();
-        assert_eq!(proof_bytes(&ours), proof_bytes(&theirs[0]), "{inputs} inputs, {constraints} rows");
+        assert_eq!(
+            proof_bytes(&ours),
+            proof_bytes(&theirs[0]),
+            "{inputs} inputs, {constraints} rows"
+        );
 
         let pvk = prepare_verifying_key(&params.vk);
         let mut public = vec![];
@@ -82,17 +92,32 @@ fn truncated_corrupt_and_padded_parameter_files_are_clear_errors() {
     let short = dir.path().join("short.params");
     std::fs::write(&short, &bytes[..bytes.len() - 7]).unwrap();
     let err = Srs::read(&short).unwrap_err();
-    assert!(matches!(err, SrsError::Truncated { section: "b_g2", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            SrsError::Truncated {
+                section: "b_g2",
+                ..
+            }
+        ),
+        "{err}"
+    );
 
     let empty = dir.path().join("empty.params");
     std::fs::write(&empty, []).unwrap();
-    assert!(matches!(Srs::read(&empty).unwrap_err(), SrsError::Truncated { section: "vk", .. }));
+    assert!(matches!(
+        Srs::read(&empty).unwrap_err(),
+        SrsError::Truncated { section: "vk", .. }
+    ));
 
     let padded = dir.path().join("padded.params");
     let mut more = bytes.clone();
     more.extend_from_slice(&[0u8; 5]);
     std::fs::write(&padded, more).unwrap();
-    assert!(matches!(Srs::read(&padded).unwrap_err(), SrsError::TrailingBytes { extra: 5, .. }));
+    assert!(matches!(
+        Srs::read(&padded).unwrap_err(),
+        SrsError::TrailingBytes { extra: 5, .. }
+    ));
 
     // Flip a byte of the first h point's x coordinate: it leaves the curve.
     let vk_len = 3 * 96 + 3 * 192 + 4 + 96 * 3;
@@ -101,7 +126,17 @@ fn truncated_corrupt_and_padded_parameter_files_are_clear_errors() {
     let corrupt = dir.path().join("corrupt.params");
     std::fs::write(&corrupt, bad).unwrap();
     let err = Srs::read(&corrupt).unwrap_err();
-    assert!(matches!(err, SrsError::InvalidPoint { section: "h", index: 0, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            SrsError::InvalidPoint {
+                section: "h",
+                index: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("corrupt.params"));
 
     let missing = Srs::read(&dir.path().join("nope.params")).unwrap_err();

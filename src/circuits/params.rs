@@ -52,10 +52,17 @@ pub fn generate(kind: ParamsKind, sector_size: u64, dir: &Path) -> Result<Vec<Pa
 }
 
 fn porep(sector_size: u64, dir: &Path) -> Result<Vec<String>> {
-    let proofs = [RegisteredSealProof::StackedDrg2KiBV1_1, RegisteredSealProof::StackedDrg8MiBV1_1,
-        RegisteredSealProof::StackedDrg512MiBV1_1, RegisteredSealProof::StackedDrg32GiBV1_1,
-        RegisteredSealProof::StackedDrg64GiBV1_1];
-    let Some(proof) = proofs.into_iter().find(|p| u64::from(p.sector_size()) == sector_size) else {
+    let proofs = [
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        RegisteredSealProof::StackedDrg8MiBV1_1,
+        RegisteredSealProof::StackedDrg512MiBV1_1,
+        RegisteredSealProof::StackedDrg32GiBV1_1,
+        RegisteredSealProof::StackedDrg64GiBV1_1,
+    ];
+    let Some(proof) = proofs
+        .into_iter()
+        .find(|p| u64::from(p.sector_size()) == sector_size)
+    else {
         bail!("no PoRep is registered for sector size {sector_size}");
     };
     let config = proof.as_v1_config();

@@ -6,9 +6,9 @@ use base64::Engine as _;
 use blstrs::Scalar as Fr;
 use filecoin_hashers::{Domain as _, Hasher};
 use filecoin_proofs::constants::{
-    DefaultPieceHasher, SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB,
-    SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB,
-    SectorShape8MiB,
+    DefaultPieceHasher, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB,
+    SectorShape8MiB, SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB,
+    SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB,
 };
 use filecoin_proofs::parameters::setup_params;
 use filecoin_proofs::types::VanillaSealProof as RawVanillaSealProof;
@@ -87,7 +87,11 @@ impl PoRepC2 {
     /// Parses a C1 output (plain JSON or Curio's base64 envelope) for the given miner and sector.
     pub fn from_c1(bytes: &[u8], miner_id: u64, sector_number: u64) -> Result<Self, CircuitError> {
         let c1 = parse_c1(bytes, sector_number)?;
-        Self::new(c1, prover_id_from_miner(miner_id), SectorId::from(sector_number))
+        Self::new(
+            c1,
+            prover_id_from_miner(miner_id),
+            SectorId::from(sector_number),
+        )
     }
 
     pub fn new(
@@ -106,12 +110,17 @@ impl PoRepC2 {
         } = c1;
         let invalid = |field: &'static str, why: String| CircuitError::InvalidInput { field, why };
         if registered_proof.major_version() != 1 {
-            return Err(invalid("registered_proof", format!("{registered_proof:?} is not supported")));
+            return Err(invalid(
+                "registered_proof",
+                format!("{registered_proof:?} is not supported"),
+            ));
         }
         if registered_proof.feature_enabled(ApiFeature::NonInteractivePoRep) {
             return Err(invalid(
                 "registered_proof",
-                format!("{registered_proof:?}: non-interactive PoRep (aggregated) is not supported yet"),
+                format!(
+                    "{registered_proof:?}: non-interactive PoRep (aggregated) is not supported yet"
+                ),
             ));
         }
         for (field, value) in [("comm_r", &comm_r), ("comm_d", &comm_d), ("seed", &seed)] {
@@ -133,13 +142,21 @@ impl PoRepC2 {
             sector_id,
         };
         let circuit: Box<dyn PartitionCircuits> = match vanilla_proofs {
-            VanillaSealProof::StackedDrg2KiBV1(p) => Box::new(typed::<SectorShape2KiB>(&args, p, SECTOR_SIZE_2_KIB)?),
-            VanillaSealProof::StackedDrg8MiBV1(p) => Box::new(typed::<SectorShape8MiB>(&args, p, SECTOR_SIZE_8_MIB)?),
+            VanillaSealProof::StackedDrg2KiBV1(p) => {
+                Box::new(typed::<SectorShape2KiB>(&args, p, SECTOR_SIZE_2_KIB)?)
+            }
+            VanillaSealProof::StackedDrg8MiBV1(p) => {
+                Box::new(typed::<SectorShape8MiB>(&args, p, SECTOR_SIZE_8_MIB)?)
+            }
             VanillaSealProof::StackedDrg512MiBV1(p) => {
                 Box::new(typed::<SectorShape512MiB>(&args, p, SECTOR_SIZE_512_MIB)?)
             }
-            VanillaSealProof::StackedDrg32GiBV1(p) => Box::new(typed::<SectorShape32GiB>(&args, p, SECTOR_SIZE_32_GIB)?),
-            VanillaSealProof::StackedDrg64GiBV1(p) => Box::new(typed::<SectorShape64GiB>(&args, p, SECTOR_SIZE_64_GIB)?),
+            VanillaSealProof::StackedDrg32GiBV1(p) => {
+                Box::new(typed::<SectorShape32GiB>(&args, p, SECTOR_SIZE_32_GIB)?)
+            }
+            VanillaSealProof::StackedDrg64GiBV1(p) => {
+                Box::new(typed::<SectorShape64GiB>(&args, p, SECTOR_SIZE_64_GIB)?)
+            }
         };
         Ok(PoRepC2 {
             registered_proof,
@@ -206,7 +223,11 @@ impl PoRepC2 {
         if proofs.len() != self.partitions() {
             return Err(CircuitError::InvalidInput {
                 field: "proofs",
-                why: format!("{} partition proofs for {} partitions", proofs.len(), self.partitions()),
+                why: format!(
+                    "{} partition proofs for {} partitions",
+                    proofs.len(),
+                    self.partitions()
+                ),
             });
         }
         let mut bytes = Vec::with_capacity(proofs.len() * super::GROTH_PROOF_BYTES);
@@ -233,7 +254,9 @@ impl PoRepC2 {
         if ok {
             Ok(())
         } else {
-            Err(CircuitError::Verification("verify_seal rejected the proof".into()))
+            Err(CircuitError::Verification(
+                "verify_seal rejected the proof".into(),
+            ))
         }
     }
 }
@@ -299,7 +322,8 @@ fn typed<Tree: 'static + MerkleTreeTrait>(
     let invalid = |field: &'static str, why: String| CircuitError::InvalidInput { field, why };
     let config = args.config;
     let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(config).map_err(|e| invalid("registered_proof", format!("{e:#}")))?,
+        vanilla_params: setup_params(config)
+            .map_err(|e| invalid("registered_proof", format!("{e:#}")))?,
         partitions: Some(usize::from(config.partitions)),
         priority: false,
     };
@@ -307,7 +331,10 @@ fn typed<Tree: 'static + MerkleTreeTrait>(
     if shape_size != registered_size {
         return Err(invalid(
             "vanilla_proofs",
-            format!("are for {shape_size}-byte sectors, {:?} is for {registered_size}", args.registered_proof),
+            format!(
+                "are for {shape_size}-byte sectors, {:?} is for {registered_size}",
+                args.registered_proof
+            ),
         ));
     }
     let public_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
@@ -321,14 +348,25 @@ fn typed<Tree: 'static + MerkleTreeTrait>(
     if proofs.len() != partitions {
         return Err(invalid(
             "vanilla_proofs",
-            format!("{} partitions, {:?} has {partitions}", proofs.len(), args.registered_proof),
+            format!(
+                "{} partitions, {:?} has {partitions}",
+                proofs.len(),
+                args.registered_proof
+            ),
         ));
     }
     let per_partition = public_params.challenges.num_challenges_per_partition();
-    if let Some((k, p)) = proofs.iter().enumerate().find(|(_, p)| p.len() != per_partition) {
+    if let Some((k, p)) = proofs
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.len() != per_partition)
+    {
         return Err(invalid(
             "vanilla_proofs",
-            format!("partition {k} has {} challenge proofs, expected {per_partition}", p.len()),
+            format!(
+                "partition {k} has {} challenge proofs, expected {per_partition}",
+                p.len()
+            ),
         ));
     }
     // The replica id binds the C1 output to this miner and sector: a mismatch would only show as
@@ -387,8 +425,9 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
         s: Fr,
     ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
         let circuit = self.circuit(k)?;
-        let mut proofs = bellperson::groth16::create_proof_batch(vec![circuit], params, vec![r], vec![s])
-            .map_err(|e| CircuitError::Synthesis(format!("bellperson: {e}")))?;
+        let mut proofs =
+            bellperson::groth16::create_proof_batch(vec![circuit], params, vec![r], vec![s])
+                .map_err(|e| CircuitError::Synthesis(format!("bellperson: {e}")))?;
         Ok(proofs.remove(0))
     }
 
@@ -402,13 +441,16 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Typed<Tree> {
-    fn circuit(&self, k: usize) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, CircuitError> {
+    fn circuit(
+        &self,
+        k: usize,
+    ) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, CircuitError> {
         <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             _,
         >>::circuit(
             &self.public_inputs,
-            Default::default(),
+            (),
             &self.proofs[k],
             &self.public_params,
             Some(k),

@@ -47,8 +47,10 @@ pub fn seal_sector(
     interactive_seed[31] &= 0x3f;
 
     let pieces = [piece];
-    let pc1 = seal_pre_commit_phase1(proof, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces)
-        .context("seal_pre_commit_phase1")?;
+    let pc1 = seal_pre_commit_phase1(
+        proof, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces,
+    )
+    .context("seal_pre_commit_phase1")?;
     let pc2 = seal_pre_commit_phase2(pc1, &cache, &sealed).context("seal_pre_commit_phase2")?;
     seal_commit_phase1(
         &cache,

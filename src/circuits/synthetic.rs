@@ -50,12 +50,21 @@ impl Circuit<Scalar> for SyntheticCircuit {
         };
         // A variable only C mentions: zero density in both A and B.
         let c_only = cs.alloc(|| "c only", || Ok(prev.1))?;
-        cs.enforce(|| "c only", |lc| lc + prev.0, |lc| lc + CS::one(), |lc| lc + c_only);
+        cs.enforce(
+            || "c only",
+            |lc| lc + prev.0,
+            |lc| lc + CS::one(),
+            |lc| lc + c_only,
+        );
         let mut bit = (CS::one(), Scalar::ONE);
         for i in 0..self.constraints {
             match i % 4 {
                 0 | 3 => {
-                    let v = if rng.gen::<bool>() { Scalar::ONE } else { Scalar::ZERO };
+                    let v = if rng.gen::<bool>() {
+                        Scalar::ONE
+                    } else {
+                        Scalar::ZERO
+                    };
                     let var = cs.alloc(|| format!("bit {i}"), || Ok(v))?;
                     cs.enforce(
                         || format!("boolean {i}"),
@@ -66,7 +75,10 @@ impl Circuit<Scalar> for SyntheticCircuit {
                     bit = (var, v);
                 }
                 1 => {
-                    let (input, input_value) = inputs.get(i % inputs.len().max(1)).copied().unwrap_or((CS::one(), Scalar::ONE));
+                    let (input, input_value) = inputs
+                        .get(i % inputs.len().max(1))
+                        .copied()
+                        .unwrap_or((CS::one(), Scalar::ONE));
                     let v = prev.1 * (prev2.1 + input_value);
                     let var = cs.alloc(|| format!("product {i}"), || Ok(v))?;
                     cs.enforce(

@@ -83,7 +83,10 @@ fn fresh_porep(sector_size: u64) -> Result<PoRepC2> {
     let start = Instant::now();
     let (miner, sector) = (1000, 1);
     let c1 = seal_sector(proof, miner, sector, 1, dir.path())?;
-    tracing::info!(secs = start.elapsed().as_secs_f64(), "sealed a fresh sector");
+    tracing::info!(
+        secs = start.elapsed().as_secs_f64(),
+        "sealed a fresh sector"
+    );
     Ok(PoRepC2::new(
         c1,
         crate::circuits::prover_id_from_miner(miner),
@@ -93,7 +96,10 @@ fn fresh_porep(sector_size: u64) -> Result<PoRepC2> {
 
 fn bench_porep(job: &PoRepC2, partition: usize, compare: Option<Baseline>) -> Result<()> {
     if partition >= job.partitions() {
-        bail!("--partition {partition} is out of range: the job has {} partitions", job.partitions());
+        bail!(
+            "--partition {partition} is out of range: the job has {} partitions",
+            job.partitions()
+        );
     }
     let params_path = job.params_path();
     let srs = load_srs(&params_path)?;
@@ -138,7 +144,10 @@ fn bench_porep(job: &PoRepC2, partition: usize, compare: Option<Baseline>) -> Re
         let load = Instant::now();
         let params = bellperson::groth16::Parameters::read(std::io::BufReader::new(file), false)
             .context("bellperson reading parameters")?;
-        tracing::info!(secs = load.elapsed().as_secs_f64(), "bellperson parameters loaded");
+        tracing::info!(
+            secs = load.elapsed().as_secs_f64(),
+            "bellperson parameters loaded"
+        );
         let start = Instant::now();
         let theirs_proof = job.bellperson_proof(partition, &params, r, s)?;
         let total_s = start.elapsed().as_secs_f64();

@@ -58,7 +58,13 @@ pub fn take_bellperson_time(key: &str) -> Option<Duration> {
 /// Parses `Duration`'s Debug output: "1.5s", "250.3ms", "12µs", "80ns".
 fn parse_debug_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
-    let units = [("ms", 1e-3), ("µs", 1e-6), ("us", 1e-6), ("ns", 1e-9), ("s", 1.0)];
+    let units = [
+        ("ms", 1e-3),
+        ("µs", 1e-6),
+        ("us", 1e-6),
+        ("ns", 1e-9),
+        ("s", 1.0),
+    ];
     units.iter().find_map(|(suffix, scale)| {
         s.strip_suffix(suffix)
             .and_then(|n| n.parse::<f64>().ok())
@@ -72,7 +78,11 @@ mod tests {
 
     #[test]
     fn parses_duration_debug_output() {
-        for d in [Duration::from_millis(1500), Duration::from_micros(250_300), Duration::from_nanos(80)] {
+        for d in [
+            Duration::from_millis(1500),
+            Duration::from_micros(250_300),
+            Duration::from_nanos(80),
+        ] {
             let got = parse_debug_duration(&format!("{d:?}")).unwrap();
             assert!((got.as_secs_f64() - d.as_secs_f64()).abs() < 1e-9, "{d:?}");
         }

@@ -35,7 +35,10 @@ pub fn run(cmd: ParamsCommand) -> Result<()> {
             for f in &files {
                 println!("{}", f.display());
             }
-            tracing::info!(elapsed_s = start.elapsed().as_secs_f64(), "parameters ready");
+            tracing::info!(
+                elapsed_s = start.elapsed().as_secs_f64(),
+                "parameters ready"
+            );
             Ok(())
         }
     }

@@ -48,7 +48,11 @@ pub fn run(cmd: ProveCommand) -> Result<()> {
             let srs = load_srs(&job.params_path())?;
             let proof = prove_porep(&job, &srs)?;
             crate::persist::write_atomic(&out, &proof)?;
-            eprintln!("proof verified; {} bytes written to {}", proof.len(), out.display());
+            eprintln!(
+                "proof verified; {} bytes written to {}",
+                proof.len(),
+                out.display()
+            );
             Ok(())
         }
     }
@@ -64,7 +68,8 @@ pub(super) fn load_porep(c1: &Path, miner_id: u64, sector_number: u64) -> Result
 
 pub(super) fn load_srs(path: &Path) -> Result<Srs> {
     let start = Instant::now();
-    let srs = Srs::read(path).context("loading Groth16 parameters (make test ones with `cuzk params generate`)")?;
+    let srs = Srs::read(path)
+        .context("loading Groth16 parameters (make test ones with `cuzk params generate`)")?;
     tracing::info!(path = %path.display(), secs = start.elapsed().as_secs_f64(), "parameters loaded");
     Ok(srs)
 }

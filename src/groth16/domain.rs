@@ -89,7 +89,11 @@ impl Domain {
 
     /// In place: coefficients -> evaluations at omega^i.
     pub fn fft(&self, v: &mut [Scalar]) {
-        assert_eq!(v.len(), self.size(), "vector length must equal the domain size");
+        assert_eq!(
+            v.len(),
+            self.size(),
+            "vector length must equal the domain size"
+        );
         if self.log_n == 0 {
             return;
         }
@@ -114,7 +118,9 @@ impl Domain {
                 lo.par_chunks_mut(TASK)
                     .zip(hi.par_chunks_mut(TASK))
                     .enumerate()
-                    .for_each(|(t, (lo, hi))| butterflies(lo, hi, &self.twiddles, t * TASK, stride));
+                    .for_each(|(t, (lo, hi))| {
+                        butterflies(lo, hi, &self.twiddles, t * TASK, stride)
+                    });
             });
         }
     }
@@ -141,7 +147,13 @@ impl Domain {
 
 /// hi[k] *= w^(offset+k)*stride, then (lo, hi) <- (lo + hi, lo - hi).
 #[inline]
-fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], twiddles: &[Scalar], offset: usize, stride: usize) {
+fn butterflies(
+    lo: &mut [Scalar],
+    hi: &mut [Scalar],
+    twiddles: &[Scalar],
+    offset: usize,
+    stride: usize,
+) {
     for (k, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
         let t = *b * twiddles[(offset + k) * stride];
         *b = *a - t;

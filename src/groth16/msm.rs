@@ -59,8 +59,7 @@ macro_rules! msm_curve {
     ($proj:ty, $affine:ty, $raw:ty, $raw_affine:ty, $pip:ident, $scratch:ident, $add:ident) => {
         // blstrs' point types are #[repr(transparent)] wrappers of blst's.
         const _: () = assert!(std::mem::size_of::<$proj>() == std::mem::size_of::<$raw>());
-        const _: () =
-            assert!(std::mem::size_of::<$affine>() == std::mem::size_of::<$raw_affine>());
+        const _: () = assert!(std::mem::size_of::<$affine>() == std::mem::size_of::<$raw_affine>());
 
         impl MsmCurve for $proj {
             type Affine = $affine;
@@ -296,7 +295,10 @@ mod tests {
             let proj: Vec<G2Projective> = (0..n).map(|_| G2Projective::random(&mut rng)).collect();
             let affine: Vec<G2Affine> = proj.iter().map(|p| p.to_affine()).collect();
             let scalars = scalars_mix(&mut rng, n);
-            assert_eq!(msm::<G2Projective>(&affine, &scalars).0, naive(&proj, &scalars));
+            assert_eq!(
+                msm::<G2Projective>(&affine, &scalars).0,
+                naive(&proj, &scalars)
+            );
         }
     }
 
@@ -306,8 +308,14 @@ mod tests {
         let p = G1Projective::random(&mut rng);
         let affine = vec![p.to_affine(); 5000];
         let scalars = vec![Scalar::ONE; 5000];
-        assert_eq!(msm::<G1Projective>(&affine, &scalars).0, p * Scalar::from(5000u64));
+        assert_eq!(
+            msm::<G1Projective>(&affine, &scalars).0,
+            p * Scalar::from(5000u64)
+        );
         let zeros = vec![Scalar::ZERO; 5000];
-        assert_eq!(msm::<G1Projective>(&affine, &zeros).0, G1Projective::identity());
+        assert_eq!(
+            msm::<G1Projective>(&affine, &zeros).0,
+            G1Projective::identity()
+        );
     }
 }

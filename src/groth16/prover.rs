@@ -13,7 +13,7 @@ use group::{prime::PrimeCurveAffine, Curve};
 use serde::Serialize;
 
 use super::msm::MsmStats;
-use super::{Backend, ProveError, Proof};
+use super::{Backend, Proof, ProveError};
 use crate::srs::Srs;
 use crate::synth::{Density, SynthesizedProof};
 
@@ -40,7 +40,10 @@ pub struct ProveTimings {
 }
 
 mod secs {
-    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 }
@@ -170,7 +173,11 @@ fn check_shape(srs: &Srs, p: &SynthesizedProof) -> Result<(), ProveError> {
     }
     let b_len = p.b_input_density.count() + p.b_aux_density.count();
     if srs.b_g1.len() != b_len || srs.b_g2.len() != b_len {
-        return mismatch("B query bases (b_g1/b_g2)", srs.b_g1.len().min(srs.b_g2.len()), b_len);
+        return mismatch(
+            "B query bases (b_g1/b_g2)",
+            srs.b_g1.len().min(srs.b_g2.len()),
+            b_len,
+        );
     }
     if p.a_aux_density.len() != p.aux.len()
         || p.b_aux_density.len() != p.aux.len()

@@ -140,7 +140,10 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, section: &'static str, needed: usize) -> Result<&'a [u8], SrsError> {
-        let end = self.pos.checked_add(needed).filter(|&e| e <= self.bytes.len());
+        let end = self
+            .pos
+            .checked_add(needed)
+            .filter(|&e| e <= self.bytes.len());
         let Some(end) = end else {
             return Err(SrsError::Truncated {
                 path: self.path.to_owned(),
@@ -165,7 +168,7 @@ impl<'a> Reader<'a> {
         P: UncompressedEncoding + PrimeCurveAffine + Send,
     {
         let n = self.count(section)?;
-        let needed = n.checked_mul(size).unwrap_or(usize::MAX);
+        let needed = n.saturating_mul(size);
         let body = self.take(section, needed)?;
         body.par_chunks_exact(size)
             .enumerate()
@@ -198,10 +201,12 @@ impl<'a> Reader<'a> {
         self.take("vk", VK_FIXED_BYTES)?;
         let ic = self.count("vk.ic")?;
         self.take("vk.ic", ic.saturating_mul(G1_BYTES))?;
-        VerifyingKey::<Bls12>::read(&self.bytes[start..self.pos]).map_err(|_| SrsError::InvalidPoint {
-            path: self.path.to_owned(),
-            section: "vk",
-            index: 0,
+        VerifyingKey::<Bls12>::read(&self.bytes[start..self.pos]).map_err(|_| {
+            SrsError::InvalidPoint {
+                path: self.path.to_owned(),
+                section: "vk",
+                index: 0,
+            }
         })
     }
 
@@ -216,4 +221,3 @@ impl<'a> Reader<'a> {
         }
     }
 }
-

@@ -32,7 +32,11 @@ pub fn params_dir() -> PathBuf {
             "--dir",
             dir.to_str().unwrap(),
         ]);
-        assert!(out.status.success(), "params generate failed: {}", stderr(&out));
+        assert!(
+            out.status.success(),
+            "params generate failed: {}",
+            stderr(&out)
+        );
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
         dir
     })
