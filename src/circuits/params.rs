@@ -32,6 +32,7 @@ pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
 pub fn generate(kind: ParamsKind, sector_size: u64, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
+    remove_stale_staging(&dir);
     let staging = dir.join(format!(".staging-{}", std::process::id()));
     std::fs::create_dir_all(&staging)?;
     // SAFETY (of set_var): called before any other thread of this process reads the environment.
@@ -49,6 +50,23 @@ pub fn generate(kind: ParamsKind, sector_size: u64, dir: &Path) -> Result<Vec<Pa
     }
     std::fs::remove_dir_all(&staging).ok();
     Ok(out)
+}
+
+/// Removes staging directories left by generator runs that died (their pid is gone).
+fn remove_stale_staging(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(".staging-")) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            tracing::info!(path = %entry.path().display(), "removing a dead run's staging directory");
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn porep(sector_size: u64, dir: &Path) -> Result<Vec<String>> {
