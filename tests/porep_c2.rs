@@ -96,7 +96,7 @@ fn c1_with_wrong_seed_is_a_clear_error_and_no_proof() {
     let out = prove_cli(&c1_path, out_path.to_str().unwrap(), MINER_ID);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("do not satisfy the circuit"), "{err}");
+    assert!(err.contains("do not match the seed"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(!out_path.exists());
 }
@@ -112,9 +112,17 @@ fn corrupted_or_mismatched_c1_is_a_clear_error() {
     let whole = dir.path().join("c1.json");
     std::fs::write(&whole, &c1).unwrap();
 
+    // A node deep in the first vanilla proof, changed: the Merkle checks fail.
+    let mut tampered = serde_json::to_value(sealed_c1()).unwrap();
+    let node = first_node(&mut tampered["vanilla_proofs"]).expect("a 32-byte node in the proofs");
+    node[0] = serde_json::json!((node[0].as_u64().unwrap() + 1) % 256);
+    let tampered = write_json(dir.path(), "tampered.json", &tampered);
+    let tampered = std::path::PathBuf::from(tampered);
+
     let cases = [
         (&truncated, MINER_ID, "invalid c1"),
         (&whole, MINER_ID + 1, "invalid replica_id"),
+        (&tampered, MINER_ID, "do not satisfy the circuit"),
     ];
     for (c1_path, miner, expected) in cases {
         let out = prove_cli(c1_path.to_str().unwrap(), out_path.to_str().unwrap(), miner);
@@ -129,6 +137,24 @@ fn corrupted_or_mismatched_c1_is_a_clear_error() {
         assert!(!err.contains("panicked"), "{err}");
     }
     assert!(!out_path.exists());
+}
+
+/// The first array of 32 bytes at depth, found depth-first.
+fn first_node(v: &mut serde_json::Value) -> Option<&mut Vec<serde_json::Value>> {
+    let is_node =
+        |items: &Vec<serde_json::Value>| items.len() == 32 && items.iter().all(|x| x.is_u64());
+    let node = matches!(v, serde_json::Value::Array(items) if is_node(items));
+    match v {
+        serde_json::Value::Array(items) => {
+            if node {
+                Some(items)
+            } else {
+                items.iter_mut().find_map(first_node)
+            }
+        }
+        serde_json::Value::Object(map) => map.values_mut().find_map(first_node),
+        _ => None,
+    }
 }
 
 #[test]

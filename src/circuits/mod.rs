@@ -15,8 +15,10 @@ pub const GROTH_PROOF_BYTES: usize = 192;
 pub enum CircuitError {
     #[error("invalid {field}: {why}")]
     InvalidInput { field: &'static str, why: String },
-    #[error("the inputs do not satisfy the circuit: partition {partition} violates {rows} constraints (wrong seed, ticket or corrupted C1 output?)")]
+    #[error("the inputs do not satisfy the circuit: partition {partition} violates {rows} constraints (corrupted C1 output?)")]
     Unsatisfied { partition: usize, rows: usize },
+    #[error("partition {partition}: the vanilla proofs do not match the seed and commitments of the C1 output (the verifier would derive other public inputs)")]
+    PublicInputMismatch { partition: usize },
     #[error("synthesis failed: {0}")]
     Synthesis(String),
     #[error("proof failed verification: {0}")]

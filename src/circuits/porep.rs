@@ -64,6 +64,8 @@ trait PartitionCircuits: Send + Sync {
     fn partitions(&self) -> usize;
     fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
     fn params_path(&self) -> std::path::PathBuf;
+    /// The public inputs the verifier derives for partition `k` (ONE not included).
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>, CircuitError>;
     /// bellperson's CPU prover on the same circuit: the oracle for tests and benchmarks.
     fn bellperson_proof(
         &self,
@@ -191,6 +193,11 @@ impl PoRepC2 {
             });
         }
         let synth = self.circuit.synthesize(k)?;
+        // The seed only enters through the public inputs the verifier derives (the challenges):
+        // a C1 output with a wrong seed gives a satisfied circuit and a proof that never verifies.
+        if synth.inputs.get(1..) != Some(&self.circuit.public_inputs(k)?[..]) {
+            return Err(CircuitError::PublicInputMismatch { partition: k });
+        }
         let bad = synth.unsatisfied_rows();
         if bad != 0 {
             return Err(CircuitError::Unsatisfied {
@@ -429,6 +436,17 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
             bellperson::groth16::create_proof_batch(vec![circuit], params, vec![r], vec![s])
                 .map_err(|e| CircuitError::Synthesis(format!("bellperson: {e}")))?;
         Ok(proofs.remove(0))
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>, CircuitError> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::generate_public_inputs(&self.public_inputs, &self.public_params, Some(k))
+        .map_err(|e| CircuitError::InvalidInput {
+            field: "c1",
+            why: format!("public inputs of partition {k}: {e:#}"),
+        })
     }
 
     fn params_path(&self) -> std::path::PathBuf {

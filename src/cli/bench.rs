@@ -47,6 +47,12 @@ pub enum BenchCommand {
         #[command(flatten)]
         params: ParamsLocation,
     },
+    /// Time one G1 MSM of random points and scalars.
+    Msm {
+        /// log2 of the number of points.
+        #[arg(long, default_value_t = 22)]
+        log2: u32,
+    },
 }
 
 pub fn run(cmd: BenchCommand) -> Result<()> {
@@ -67,6 +73,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             };
             bench_porep(&job, partition, compare)
         }
+        BenchCommand::Msm { log2 } => bench_msm(log2),
     }
 }
 
@@ -166,5 +173,47 @@ fn bench_porep(job: &PoRepC2, partition: usize, compare: Option<Baseline>) -> Re
         report["identical"] = json!(ours == theirs);
     }
     println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+/// Times one G1 MSM of 2^log2 random points and scalars (no parameters needed).
+pub fn bench_msm(log2: u32) -> Result<()> {
+    use blstrs::{G1Affine, G1Projective};
+    use group::{Curve, Group};
+    use rayon::prelude::*;
+    let n = 1usize << log2;
+    let start = Instant::now();
+    let chunk = 1 << 14;
+    let proj: Vec<G1Projective> = (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut rng = ChaCha8Rng::seed_from_u64(c as u64);
+            let mut p = G1Projective::random(&mut rng);
+            let step = G1Projective::random(&mut rng);
+            (0..chunk.min(n - c * chunk)).map(move |_| {
+                p += step;
+                p
+            })
+        })
+        .collect();
+    let mut bases = vec![G1Affine::default(); n];
+    G1Projective::batch_normalize(&proj, &mut bases);
+    drop(proj);
+    let scalars: Vec<Scalar> = (0..n)
+        .into_par_iter()
+        .map_init(
+            || ChaCha8Rng::seed_from_u64(rayon::current_thread_index().unwrap_or(0) as u64 + 77),
+            |rng, _| Scalar::random(rng),
+        )
+        .collect();
+    let setup_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let (sum, _) = crate::groth16::msm::msm::<G1Projective>(&bases, &scalars);
+    let msm_s = start.elapsed().as_secs_f64();
+    let _ = sum.to_affine();
+    println!(
+        "{}",
+        json!({"bench": "msm", "n": n, "setup_s": setup_s, "msm_s": msm_s})
+    );
     Ok(())
 }
