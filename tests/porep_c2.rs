@@ -55,34 +55,28 @@ fn cli_proves_curio_envelope_and_verify_seal_accepts_it() {
 
     let proof = std::fs::read(&out_path).unwrap();
     assert_eq!(proof.len(), 192);
-    let ok = filecoin_proofs_api::seal::verify_seal(
-        c1.registered_proof,
-        c1.comm_r,
-        c1.comm_d,
-        prover_id_from_miner(MINER_ID),
-        SECTOR_NUMBER.into(),
-        c1.ticket,
-        c1.seed,
-        &proof,
-    )
-    .unwrap();
-    assert!(ok, "verify_seal rejected cuzk's proof");
+    let verify_with_seed = |seed: [u8; 32]| {
+        filecoin_proofs_api::seal::verify_seal(
+            c1.registered_proof,
+            c1.comm_r,
+            c1.comm_d,
+            prover_id_from_miner(MINER_ID),
+            SECTOR_NUMBER.into(),
+            c1.ticket,
+            seed,
+            &proof,
+        )
+        .unwrap()
+    };
+    assert!(
+        verify_with_seed(c1.seed),
+        "verify_seal rejected cuzk's proof"
+    );
 
     // The same proof does not verify for another seed.
     let mut wrong_seed = c1.seed;
     wrong_seed[0] ^= 1;
-    let ok = filecoin_proofs_api::seal::verify_seal(
-        c1.registered_proof,
-        c1.comm_r,
-        c1.comm_d,
-        prover_id_from_miner(MINER_ID),
-        SECTOR_NUMBER.into(),
-        c1.ticket,
-        wrong_seed,
-        &proof,
-    )
-    .unwrap();
-    assert!(!ok);
+    assert!(!verify_with_seed(wrong_seed));
 }
 
 #[test]
