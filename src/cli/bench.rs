@@ -179,7 +179,7 @@ fn bench_porep(job: &PoRepC2, partition: usize, compare: Option<Baseline>) -> Re
 /// Times one G1 MSM of 2^log2 random points and scalars (no parameters needed).
 fn bench_msm(log2: u32) -> Result<()> {
     use blstrs::{G1Affine, G1Projective};
-    use group::Group;
+    use group::{Curve, Group};
     use rayon::prelude::*;
     let n = 1usize << log2;
     let start = Instant::now();
