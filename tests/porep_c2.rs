@@ -7,7 +7,7 @@ use base64::Engine as _;
 use blstrs::Scalar;
 use common::*;
 use cuzk::circuits::porep::PoRepC2;
-use cuzk::circuits::prover_id_from_miner;
+use cuzk::circuits::{prover_id_from_miner, ProofJob};
 use cuzk::groth16::{prove, CpuBackend};
 use cuzk::srs::Srs;
 use ff::Field;

@@ -3,10 +3,22 @@
 
 pub mod params;
 pub mod porep;
-pub mod seal;
+pub mod post;
+pub mod request;
+pub mod samples;
+pub mod snap;
 pub mod synthetic;
 
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, Scalar as Fr};
+
+use crate::groth16::Proof;
+use crate::synth::{synthesize, SynthesizedProof};
+pub use request::{ProofKind, ProofRequest};
 
 /// Bytes of one Groth16 proof (compressed A, B, C).
 pub const GROTH_PROOF_BYTES: usize = 192;
@@ -14,25 +26,159 @@ pub const GROTH_PROOF_BYTES: usize = 192;
 #[derive(Debug, thiserror::Error)]
 pub enum CircuitError {
     #[error("invalid {field}: {why}")]
-    InvalidInput { field: &'static str, why: String },
-    #[error("the inputs do not satisfy the circuit: partition {partition} violates {rows} constraints (corrupted C1 output?)")]
+    InvalidInput { field: String, why: String },
+    #[error("the inputs do not satisfy the circuit: partition {partition} violates {rows} constraints (corrupted vanilla proofs?)")]
     Unsatisfied { partition: usize, rows: usize },
-    #[error("partition {partition}: the vanilla proofs do not match the seed and commitments of the C1 output (the verifier would derive other public inputs)")]
-    PublicInputMismatch { partition: usize },
+    #[error("partition {partition}: the vanilla proofs do not match {what} (the verifier would derive other public inputs)")]
+    PublicInputMismatch {
+        partition: usize,
+        what: &'static str,
+    },
     #[error("synthesis failed: {0}")]
     Synthesis(String),
     #[error("proof failed verification: {0}")]
     Verification(String),
 }
 
-/// A stable name per circuit kind and shape (e.g. `porep-2k`, `porep-32g`): the key of the SRS
-/// and PCE caches.
+impl CircuitError {
+    pub fn invalid(field: impl Into<String>, why: impl Into<String>) -> Self {
+        CircuitError::InvalidInput {
+            field: field.into(),
+            why: why.into(),
+        }
+    }
+}
+
+/// One proof to make: its partitions' circuits, and how their proofs become the bytes
+/// filecoin-proofs returns. Made by [`ProofRequest::prepare`]; every input is checked by then.
+pub trait ProofJob: Send + Sync + fmt::Debug {
+    fn kind(&self) -> ProofKind;
+    fn circuit_id(&self) -> CircuitId;
+    fn partitions(&self) -> usize;
+    /// Synthesizes partition `k`, checks its public inputs against those the verifier derives
+    /// and that the witness satisfies every constraint.
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
+    /// The Groth16 parameter file of this job's circuit.
+    fn params_path(&self) -> PathBuf;
+    /// bellperson's proof of partition `k` with the same r and s: the byte-identical oracle.
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError>;
+    /// Joins the partition proofs as filecoin-proofs-api returns them for this kind and verifies
+    /// the result with filecoin-proofs' verifier. Only a proof that verifies is returned.
+    fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError>;
+}
+
+/// Synthesizes one partition circuit and checks it: public inputs equal to `expected` (ONE not
+/// included), every constraint satisfied. `what` says what mismatched inputs mean for this kind.
+pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
+    circuit: C,
+    k: usize,
+    expected: &[Fr],
+    what: &'static str,
+) -> Result<SynthesizedProof, CircuitError> {
+    // A malformed vanilla proof (wrong path lengths, say) can trip an index in the gadgets:
+    // that is bad input, not a crash.
+    let synth = catch_unwind(AssertUnwindSafe(|| synthesize(circuit)))
+        .map_err(|_| {
+            CircuitError::invalid(
+                "vanilla_proofs",
+                format!("partition {k} does not fit the circuit"),
+            )
+        })?
+        .map_err(|e| CircuitError::Synthesis(format!("partition {k}: {e}")))?;
+    if synth.inputs.get(1..) != Some(expected) {
+        return Err(CircuitError::PublicInputMismatch { partition: k, what });
+    }
+    let bad = synth.unsatisfied_rows();
+    if bad != 0 {
+        return Err(CircuitError::Unsatisfied {
+            partition: k,
+            rows: bad,
+        });
+    }
+    Ok(synth)
+}
+
+/// bellperson's CPU prover on one circuit.
+pub(crate) fn bellperson_prove<C: bellperson::Circuit<Fr> + Send>(
+    circuit: C,
+    params: &Parameters<Bls12>,
+    r: Fr,
+    s: Fr,
+) -> Result<Proof<Bls12>, CircuitError> {
+    let mut proofs =
+        bellperson::groth16::create_proof_batch(vec![circuit], params, vec![r], vec![s])
+            .map_err(|e| CircuitError::Synthesis(format!("bellperson: {e}")))?;
+    Ok(proofs.remove(0))
+}
+
+/// The partition proofs, concatenated in order (how filecoin-proofs writes multi-partition
+/// proofs), after checking there is one per partition.
+pub(crate) fn concat_proofs(
+    proofs: &[Proof<Bls12>],
+    partitions: usize,
+) -> Result<Vec<u8>, CircuitError> {
+    if proofs.len() != partitions {
+        return Err(CircuitError::invalid(
+            "proofs",
+            format!(
+                "{} partition proofs for {partitions} partitions",
+                proofs.len()
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(proofs.len() * GROTH_PROOF_BYTES);
+    for p in proofs {
+        p.write(&mut bytes).expect("writing to a Vec cannot fail");
+    }
+    Ok(bytes)
+}
+
+/// A verifier's answer as a result: `Ok(false)` and errors both mean no proof leaves.
+pub(crate) fn verified(answer: anyhow::Result<bool>, verifier: &str) -> Result<(), CircuitError> {
+    match answer {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(CircuitError::Verification(format!(
+            "{verifier} rejected the proof"
+        ))),
+        Err(e) => Err(CircuitError::Verification(format!("{verifier}: {e:#}"))),
+    }
+}
+
+/// The partition index `k` checked against the job's partition count.
+pub(crate) fn check_partition(k: usize, partitions: usize) -> Result<(), CircuitError> {
+    if k >= partitions {
+        return Err(CircuitError::invalid(
+            "partition",
+            format!("{k} is out of range (0..{partitions})"),
+        ));
+    }
+    Ok(())
+}
+
+/// A stable name per circuit kind and shape (e.g. `porep-2k`, `snap-32g`, `wpost-32g`,
+/// `winpost-32g`): the key of the SRS and PCE caches.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct CircuitId(String);
 
 impl CircuitId {
+    pub fn new(kind: ProofKind, sector_size: u64) -> Self {
+        let family = match kind {
+            ProofKind::PorepC2 => "porep",
+            ProofKind::SnapDeals => "snap",
+            ProofKind::WindowPost => "wpost",
+            ProofKind::WinningPost => "winpost",
+        };
+        CircuitId(format!("{family}-{}", size_tag(sector_size)))
+    }
+
     pub fn porep(sector_size: u64) -> Self {
-        CircuitId(format!("porep-{}", size_tag(sector_size)))
+        CircuitId::new(ProofKind::PorepC2, sector_size)
     }
 
     pub fn as_str(&self) -> &str {
@@ -110,5 +256,17 @@ mod tests {
         assert!(parse_sector_size("2KB").is_err());
         assert_eq!(CircuitId::porep(2048).as_str(), "porep-2k");
         assert_eq!(CircuitId::porep(64 << 30).as_str(), "porep-64g");
+        assert_eq!(
+            CircuitId::new(ProofKind::SnapDeals, 32 << 30).as_str(),
+            "snap-32g"
+        );
+        assert_eq!(
+            CircuitId::new(ProofKind::WindowPost, 8 << 20).as_str(),
+            "wpost-8m"
+        );
+        assert_eq!(
+            CircuitId::new(ProofKind::WinningPost, 512 << 20).as_str(),
+            "winpost-512m"
+        );
     }
 }

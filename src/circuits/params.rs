@@ -10,18 +10,21 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::public_params;
+use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
 use filecoin_proofs::with_shape;
-use filecoin_proofs_api::RegisteredSealProof;
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 use rand::rngs::OsRng;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound,
+};
 
-/// Which circuit family to make parameters for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ParamsKind {
-    Porep,
-}
+use super::ProofKind;
 
 /// The environment variable filecoin-proofs reads (once per process) for its parameter cache.
 pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
@@ -29,7 +32,7 @@ pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
 /// Makes the parameters and verifying keys of `kind` at `sector_size` in `dir`, unless present.
 /// Returns the files now in `dir`. Must run before anything else in the process reads
 /// filecoin-proofs' settings.
-pub fn generate(kind: ParamsKind, sector_size: u64, dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn generate(kind: ProofKind, sector_size: u64, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     remove_stale_staging(&dir);
@@ -38,7 +41,9 @@ pub fn generate(kind: ParamsKind, sector_size: u64, dir: &Path) -> Result<Vec<Pa
     // SAFETY (of set_var): called before any other thread of this process reads the environment.
     std::env::set_var(PARAMETER_CACHE_ENV, &staging);
     let names = match kind {
-        ParamsKind::Porep => porep(sector_size, &dir)?,
+        ProofKind::PorepC2 => porep(sector_size, &dir)?,
+        ProofKind::SnapDeals => snap(sector_size, &dir)?,
+        ProofKind::WindowPost | ProofKind::WinningPost => post(kind, sector_size, &dir)?,
     };
     let mut out = Vec::new();
     for name in names {
@@ -92,25 +97,129 @@ fn porep_shape<Tree: 'static + MerkleTreeTrait>(
     dir: &Path,
 ) -> Result<Vec<String>> {
     type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+    type Circuit<Tree> = storage_proofs_porep::stacked::StackedCircuit<Tree, DefaultPieceHasher>;
     let pp = public_params::<Tree>(config)?;
-    let id = <Compound<Tree> as storage_proofs_core::parameter_cache::CacheableParameters<
-        storage_proofs_porep::stacked::StackedCircuit<Tree, DefaultPieceHasher>,
-        _,
-    >>::cache_identifier(&pp);
+    make::<Circuit<Tree>, _, Compound<Tree>>(dir, &pp, |pp| {
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::groth_params(
+            Some(&mut OsRng),
+            pp,
+        )?;
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::verifying_key(
+            Some(&mut OsRng),
+            pp,
+        )?;
+        Ok(())
+    })
+}
+
+fn snap(sector_size: u64, dir: &Path) -> Result<Vec<String>> {
+    let proofs = [
+        RegisteredUpdateProof::StackedDrg2KiBV1,
+        RegisteredUpdateProof::StackedDrg8MiBV1,
+        RegisteredUpdateProof::StackedDrg512MiBV1,
+        RegisteredUpdateProof::StackedDrg32GiBV1,
+        RegisteredUpdateProof::StackedDrg64GiBV1,
+    ];
+    if !proofs
+        .iter()
+        .any(|p| u64::from(p.sector_size()) == sector_size)
+    {
+        bail!("no SnapDeals proof is registered for sector size {sector_size}");
+    }
+    with_shape!(sector_size, snap_shape, sector_size, dir)
+}
+
+fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    sector_size: u64,
+    dir: &Path,
+) -> Result<Vec<String>> {
+    type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
+    let pp = storage_proofs_update::PublicParams::from_sector_size(sector_size);
+    make::<EmptySectorUpdateCircuit<Tree>, _, Compound<Tree>>(dir, &pp, |pp| {
+        <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::groth_params(
+            Some(&mut OsRng),
+            pp,
+        )?;
+        <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::verifying_key(
+            Some(&mut OsRng),
+            pp,
+        )?;
+        Ok(())
+    })
+}
+
+fn post(kind: ProofKind, sector_size: u64, dir: &Path) -> Result<Vec<String>> {
+    use RegisteredPoStProof::*;
+    let proofs: [RegisteredPoStProof; 5] = if kind == ProofKind::WinningPost {
+        [
+            StackedDrgWinning2KiBV1,
+            StackedDrgWinning8MiBV1,
+            StackedDrgWinning512MiBV1,
+            StackedDrgWinning32GiBV1,
+            StackedDrgWinning64GiBV1,
+        ]
+    } else {
+        // The v1 and v1.2 WindowPoSt circuits are one circuit; their parameters are shared.
+        [
+            StackedDrgWindow2KiBV1_2,
+            StackedDrgWindow8MiBV1_2,
+            StackedDrgWindow512MiBV1_2,
+            StackedDrgWindow32GiBV1_2,
+            StackedDrgWindow64GiBV1_2,
+        ]
+    };
+    let Some(proof) = proofs
+        .into_iter()
+        .find(|p| u64::from(p.sector_size()) == sector_size)
+    else {
+        bail!("no {kind} proof is registered for sector size {sector_size}");
+    };
+    let config = proof.as_v1_config();
+    with_shape!(sector_size, post_shape, &config, dir)
+}
+
+fn post_shape<Tree: 'static + MerkleTreeTrait>(
+    config: &filecoin_proofs::PoStConfig,
+    dir: &Path,
+) -> Result<Vec<String>> {
+    type Compound<Tree> = FallbackPoStCompound<Tree>;
+    let pp = match config.typ {
+        filecoin_proofs::PoStType::Winning => winning_post_public_params::<Tree>(config)?,
+        filecoin_proofs::PoStType::Window => window_post_public_params::<Tree>(config)?,
+    };
+    make::<FallbackPoStCircuit<Tree>, _, Compound<Tree>>(dir, &pp, |pp| {
+        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::groth_params(
+            Some(&mut OsRng),
+            pp,
+        )?;
+        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::verifying_key(
+            Some(&mut OsRng),
+            pp,
+        )?;
+        Ok(())
+    })
+}
+
+/// Makes one parameter set through `generate` unless its files are in `dir`; returns the
+/// names of the files made (in the staging directory, for the caller to publish).
+fn make<C, P, Compound>(
+    dir: &Path,
+    pp: &P,
+    generate: impl FnOnce(&P) -> Result<()>,
+) -> Result<Vec<String>>
+where
+    C: bellperson::Circuit<blstrs::Scalar>,
+    P: storage_proofs_core::parameter_cache::ParameterSetMetadata,
+    Compound: CacheableParameters<C, P>,
+{
+    let id = Compound::cache_identifier(pp);
     let names = file_names(&id);
     if names.iter().all(|n| dir.join(n).exists()) {
         tracing::info!(%id, "parameters already present");
         return Ok(Vec::new());
     }
     tracing::info!(%id, "generating parameters (random, for tests only)");
-    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::groth_params(
-        Some(&mut OsRng),
-        &pp,
-    )?;
-    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::verifying_key(
-        Some(&mut OsRng),
-        &pp,
-    )?;
+    generate(pp)?;
     Ok(names)
 }
 

@@ -1,7 +1,5 @@
 //! PoRep C2 (seal commit phase 2): one StackedDrg circuit per partition, from the C1 output.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use base64::Engine as _;
 use blstrs::Scalar as Fr;
 use filecoin_hashers::{Domain as _, Hasher};
@@ -21,9 +19,12 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::parameter_cache::{parameter_cache_params_path, CacheableParameters};
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
-use super::{prover_id_from_miner, CircuitError, CircuitId};
+use super::{
+    bellperson_prove, check_partition, concat_proofs, prover_id_from_miner, synthesize_checked,
+    verified, CircuitError, CircuitId, ProofJob, ProofKind,
+};
 use crate::groth16::Proof;
-use crate::synth::{synthesize, SynthesizedProof};
+use crate::synth::SynthesizedProof;
 
 /// The envelope Curio's client sends: the C1 JSON, base64-encoded, with the sector's identity.
 #[derive(Deserialize)]
@@ -64,8 +65,6 @@ trait PartitionCircuits: Send + Sync {
     fn partitions(&self) -> usize;
     fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
     fn params_path(&self) -> std::path::PathBuf;
-    /// The public inputs the verifier derives for partition `k` (ONE not included).
-    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>, CircuitError>;
     /// bellperson's CPU prover on the same circuit: the oracle for tests and benchmarks.
     fn bellperson_proof(
         &self,
@@ -110,7 +109,7 @@ impl PoRepC2 {
             seed,
             ticket,
         } = c1;
-        let invalid = |field: &'static str, why: String| CircuitError::InvalidInput { field, why };
+        let invalid = |field: &'static str, why: String| CircuitError::invalid(field, why);
         if registered_proof.major_version() != 1 {
             return Err(invalid(
                 "registered_proof",
@@ -176,78 +175,9 @@ impl PoRepC2 {
         self.registered_proof
     }
 
-    pub fn circuit_id(&self) -> CircuitId {
-        CircuitId::porep(u64::from(self.registered_proof.sector_size()))
-    }
-
-    pub fn partitions(&self) -> usize {
-        self.circuit.partitions()
-    }
-
-    /// Synthesizes partition `k` and checks that the witness satisfies every constraint.
-    pub fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
-        if k >= self.partitions() {
-            return Err(CircuitError::InvalidInput {
-                field: "partition",
-                why: format!("{k} is out of range (0..{})", self.partitions()),
-            });
-        }
-        let synth = self.circuit.synthesize(k)?;
-        // The seed only enters through the public inputs the verifier derives (the challenges):
-        // a C1 output with a wrong seed gives a satisfied circuit and a proof that never verifies.
-        if synth.inputs.get(1..) != Some(&self.circuit.public_inputs(k)?[..]) {
-            return Err(CircuitError::PublicInputMismatch { partition: k });
-        }
-        let bad = synth.unsatisfied_rows();
-        if bad != 0 {
-            return Err(CircuitError::Unsatisfied {
-                partition: k,
-                rows: bad,
-            });
-        }
-        Ok(synth)
-    }
-
-    /// The Groth16 parameter file this job's circuit is proved with.
-    pub fn params_path(&self) -> std::path::PathBuf {
-        self.circuit.params_path()
-    }
-
-    /// bellperson's proof of partition `k` with the same r and s: the byte-identical oracle.
-    pub fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
-        self.circuit.bellperson_proof(k, params, r, s)
-    }
-
-    /// Joins the partition proofs as seal_commit_phase2 writes them and verifies the result with
-    /// filecoin-proofs' verify_seal. Only a proof that verifies is returned.
-    pub fn finish(&self, proofs: &[Proof<blstrs::Bls12>]) -> Result<Vec<u8>, CircuitError> {
-        if proofs.len() != self.partitions() {
-            return Err(CircuitError::InvalidInput {
-                field: "proofs",
-                why: format!(
-                    "{} partition proofs for {} partitions",
-                    proofs.len(),
-                    self.partitions()
-                ),
-            });
-        }
-        let mut bytes = Vec::with_capacity(proofs.len() * super::GROTH_PROOF_BYTES);
-        for p in proofs {
-            p.write(&mut bytes).expect("writing to a Vec cannot fail");
-        }
-        self.verify(&bytes)?;
-        Ok(bytes)
-    }
-
     /// Checks proof bytes with filecoin-proofs' verify_seal.
     pub fn verify(&self, proof: &[u8]) -> Result<(), CircuitError> {
-        let ok = filecoin_proofs_api::seal::verify_seal(
+        let answer = filecoin_proofs_api::seal::verify_seal(
             self.registered_proof,
             self.comm_r,
             self.comm_d,
@@ -256,54 +186,83 @@ impl PoRepC2 {
             self.ticket,
             self.seed,
             proof,
-        )
-        .map_err(|e| CircuitError::Verification(format!("{e:#}")))?;
-        if ok {
-            Ok(())
-        } else {
-            Err(CircuitError::Verification(
-                "verify_seal rejected the proof".into(),
-            ))
-        }
+        );
+        verified(answer, "verify_seal")
+    }
+}
+
+impl ProofJob for PoRepC2 {
+    fn kind(&self) -> ProofKind {
+        ProofKind::PorepC2
+    }
+
+    fn circuit_id(&self) -> CircuitId {
+        CircuitId::porep(u64::from(self.registered_proof.sector_size()))
+    }
+
+    fn partitions(&self) -> usize {
+        self.circuit.partitions()
+    }
+
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+        check_partition(k, self.partitions())?;
+        self.circuit.synthesize(k)
+    }
+
+    fn params_path(&self) -> std::path::PathBuf {
+        self.circuit.params_path()
+    }
+
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
+        check_partition(k, self.partitions())?;
+        self.circuit.bellperson_proof(k, params, r, s)
+    }
+
+    /// Joins the partition proofs as seal_commit_phase2 writes them and verifies the result with
+    /// filecoin-proofs' verify_seal.
+    fn finish(&self, proofs: &[Proof<blstrs::Bls12>]) -> Result<Vec<u8>, CircuitError> {
+        let bytes = concat_proofs(proofs, self.partitions())?;
+        self.verify(&bytes)?;
+        Ok(bytes)
     }
 }
 
 /// Parses either the plain C1 JSON or the envelope around it.
 fn parse_c1(bytes: &[u8], sector_number: u64) -> Result<SealCommitPhase1Output, CircuitError> {
-    let json_err = |e: serde_json::Error| CircuitError::InvalidInput {
-        field: "c1",
-        why: format!("not a SealCommitPhase1Output: {e}"),
+    let json_err = |e: serde_json::Error| {
+        CircuitError::invalid("c1", format!("not a SealCommitPhase1Output: {e}"))
     };
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(json_err)?;
     if value.get("Phase1Out").is_none() {
         return serde_json::from_value(value).map_err(json_err);
     }
-    let env: Envelope = serde_json::from_value(value).map_err(|e| CircuitError::InvalidInput {
-        field: "c1",
-        why: format!("malformed envelope: {e}"),
-    })?;
+    let env: Envelope = serde_json::from_value(value)
+        .map_err(|e| CircuitError::invalid("c1", format!("malformed envelope: {e}")))?;
     if let Some(n) = env.sector_num {
         if n != sector_number {
-            return Err(CircuitError::InvalidInput {
-                field: "SectorNum",
-                why: format!("envelope says sector {n}, request says {sector_number}"),
-            });
+            return Err(CircuitError::invalid(
+                "SectorNum",
+                format!("envelope says sector {n}, request says {sector_number}"),
+            ));
         }
     }
     let inner = base64::engine::general_purpose::STANDARD
         .decode(env.phase1_out.as_bytes())
-        .map_err(|e| CircuitError::InvalidInput {
-            field: "Phase1Out",
-            why: format!("not base64: {e}"),
-        })?;
+        .map_err(|e| CircuitError::invalid("Phase1Out", format!("not base64: {e}")))?;
     let c1: SealCommitPhase1Output = serde_json::from_slice(&inner).map_err(json_err)?;
     if let Some(size) = env.sector_size {
         let registered = u64::from(c1.registered_proof.sector_size());
         if size != registered {
-            return Err(CircuitError::InvalidInput {
-                field: "SectorSize",
-                why: format!("envelope says {size} bytes, C1 is for {registered}"),
-            });
+            return Err(CircuitError::invalid(
+                "SectorSize",
+                format!("envelope says {size} bytes, C1 is for {registered}"),
+            ));
         }
     }
     Ok(c1)
@@ -326,7 +285,7 @@ fn typed<Tree: 'static + MerkleTreeTrait>(
     proofs: Vec<Vec<RawVanillaSealProof<Tree>>>,
     shape_size: u64,
 ) -> Result<Typed<Tree>, CircuitError> {
-    let invalid = |field: &'static str, why: String| CircuitError::InvalidInput { field, why };
+    let invalid = |field: &'static str, why: String| CircuitError::invalid(field, why);
     let config = args.config;
     let setup = compound_proof::SetupParams {
         vanilla_params: setup_params(config)
@@ -413,15 +372,14 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
     }
 
     fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
-        let circuit = self.circuit(k)?;
-        // A malformed vanilla proof (wrong path lengths, say) can trip an index in the gadgets:
-        // that is bad input, not a crash.
-        catch_unwind(AssertUnwindSafe(|| synthesize(circuit)))
-            .map_err(|_| CircuitError::InvalidInput {
-                field: "vanilla_proofs",
-                why: format!("partition {k} does not fit the circuit"),
-            })?
-            .map_err(|e| CircuitError::Synthesis(format!("partition {k}: {e}")))
+        // The seed only enters through the public inputs the verifier derives (the challenges):
+        // a C1 output with a wrong seed gives a satisfied circuit and a proof that never verifies.
+        synthesize_checked(
+            self.circuit(k)?,
+            k,
+            &self.public_inputs(k)?,
+            "the seed and commitments of the C1 output",
+        )
     }
 
     fn bellperson_proof(
@@ -431,22 +389,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
         r: Fr,
         s: Fr,
     ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
-        let circuit = self.circuit(k)?;
-        let mut proofs =
-            bellperson::groth16::create_proof_batch(vec![circuit], params, vec![r], vec![s])
-                .map_err(|e| CircuitError::Synthesis(format!("bellperson: {e}")))?;
-        Ok(proofs.remove(0))
-    }
-
-    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>, CircuitError> {
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::generate_public_inputs(&self.public_inputs, &self.public_params, Some(k))
-        .map_err(|e| CircuitError::InvalidInput {
-            field: "c1",
-            why: format!("public inputs of partition {k}: {e:#}"),
-        })
+        bellperson_prove(self.circuit(k)?, params, r, s)
     }
 
     fn params_path(&self) -> std::path::PathBuf {
@@ -459,6 +402,15 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Typed<Tree> {
+    /// The public inputs the verifier derives for partition `k` (ONE not included).
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>, CircuitError> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::generate_public_inputs(&self.public_inputs, &self.public_params, Some(k))
+        .map_err(|e| CircuitError::invalid("c1", format!("public inputs of partition {k}: {e:#}")))
+    }
+
     fn circuit(
         &self,
         k: usize,
@@ -473,9 +425,6 @@ impl<Tree: 'static + MerkleTreeTrait> Typed<Tree> {
             &self.public_params,
             Some(k),
         )
-        .map_err(|e| CircuitError::InvalidInput {
-            field: "vanilla_proofs",
-            why: format!("partition {k}: {e:#}"),
-        })
+        .map_err(|e| CircuitError::invalid("vanilla_proofs", format!("partition {k}: {e:#}")))
     }
 }

@@ -12,11 +12,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::prove::{load_porep, load_srs};
+use super::prove::{load_request, load_srs, porep_request, prepare};
 use super::{logging, ParamsLocation};
-use crate::circuits::parse_sector_size;
-use crate::circuits::porep::PoRepC2;
-use crate::circuits::seal::seal_sector;
+use crate::circuits::samples::sample_request;
+use crate::circuits::{parse_sector_size, ProofJob, ProofKind, ProofRequest};
 use crate::groth16::{prove, CpuBackend};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -26,16 +25,23 @@ pub enum Baseline {
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
-    /// Time synthesis and proving of one PoRep C2 partition.
+    /// Time synthesis and proving of one partition of a proof kind.
     Prove {
-        /// C1 output to prove; without it a fresh sector of --sector-size is sealed first.
+        /// The proof kind.
+        #[arg(long, value_enum, default_value = "porep-c2")]
+        kind: ProofKind,
+        /// The request to prove (JSON, as for `cuzk prove --input`); without it (or --c1) a
+        /// sample of --kind is made with filecoin-proofs on fresh sectors of --sector-size.
+        #[arg(long, value_name = "FILE", conflicts_with = "c1")]
+        input: Option<PathBuf>,
+        /// porep-c2: the C1 output to prove.
         #[arg(long, value_name = "FILE", requires_all = ["miner_id", "sector_number"])]
         c1: Option<PathBuf>,
         #[arg(long)]
         miner_id: Option<u64>,
         #[arg(long)]
         sector_number: Option<u64>,
-        /// Sector size of the freshly sealed sector.
+        /// Sector size of the freshly made sample.
         #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
         sector_size: u64,
         /// Partition to prove.
@@ -58,6 +64,8 @@ pub enum BenchCommand {
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Prove {
+            kind,
+            input,
             c1,
             miner_id,
             sector_number,
@@ -67,17 +75,23 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             params,
         } => {
             params.apply()?;
-            let job = match (c1, miner_id, sector_number) {
-                (Some(c1), Some(m), Some(n)) => load_porep(&c1, m, n)?,
-                _ => fresh_porep(sector_size)?,
+            let request = match (input, c1, miner_id, sector_number) {
+                (Some(input), ..) => load_request(&input, kind)?,
+                (None, Some(c1), Some(miner_id), Some(sector_number)) => {
+                    porep_request(&c1, miner_id, sector_number)?
+                }
+                _ => fresh_sample(kind, sector_size)?,
             };
-            bench_porep(&job, partition, compare)
+            if request.kind() != kind {
+                bail!("the request is {}, not {kind}", request.kind());
+            }
+            bench_job(prepare(request)?.as_ref(), partition, compare)
         }
         BenchCommand::Msm { log2 } => bench_msm(log2),
     }
 }
 
-fn fresh_porep(sector_size: u64) -> Result<PoRepC2> {
+fn fresh_sample(kind: ProofKind, sector_size: u64) -> Result<ProofRequest> {
     let proof = [
         RegisteredSealProof::StackedDrg2KiBV1_1,
         RegisteredSealProof::StackedDrg8MiBV1_1,
@@ -85,23 +99,19 @@ fn fresh_porep(sector_size: u64) -> Result<PoRepC2> {
     ]
     .into_iter()
     .find(|p| u64::from(p.sector_size()) == sector_size)
-    .with_context(|| format!("no fresh sealing for sector size {sector_size}: pass --c1"))?;
+    .with_context(|| format!("no fresh sample for sector size {sector_size}: pass --input"))?;
     let dir = tempfile::tempdir()?;
     let start = Instant::now();
-    let (miner, sector) = (1000, 1);
-    let c1 = seal_sector(proof, miner, sector, 1, dir.path())?;
+    let request = sample_request(kind, proof, 1000, dir.path())?;
     tracing::info!(
         secs = start.elapsed().as_secs_f64(),
-        "sealed a fresh sector"
+        %kind,
+        "made a fresh sample with filecoin-proofs"
     );
-    Ok(PoRepC2::new(
-        c1,
-        crate::circuits::prover_id_from_miner(miner),
-        sector.into(),
-    )?)
+    Ok(request)
 }
 
-fn bench_porep(job: &PoRepC2, partition: usize, compare: Option<Baseline>) -> Result<()> {
+fn bench_job(job: &dyn ProofJob, partition: usize, compare: Option<Baseline>) -> Result<()> {
     if partition >= job.partitions() {
         bail!(
             "--partition {partition} is out of range: the job has {} partitions",
@@ -122,7 +132,7 @@ fn bench_porep(job: &PoRepC2, partition: usize, compare: Option<Baseline>) -> Re
     let mut ours = Vec::new();
     proof.write(&mut ours)?;
     let verified = if job.partitions() == 1 {
-        Some(job.verify(&ours).is_ok())
+        Some(job.finish(&[proof]).is_ok())
     } else {
         None
     };
@@ -130,7 +140,7 @@ fn bench_porep(job: &PoRepC2, partition: usize, compare: Option<Baseline>) -> Re
 
     let mut report = json!({
         "bench": "prove",
-        "kind": "porep-c2",
+        "kind": job.kind(),
         "circuit": job.circuit_id(),
         "partition": partition,
         "constraints": constraints,

@@ -19,9 +19,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Prove a job from files and write the proof bytes.
-    #[command(subcommand)]
-    Prove(prove::ProveCommand),
+    /// Prove a job from files and write the proof bytes (verified first).
+    Prove(prove::ProveArgs),
     /// Groth16 parameter files.
     #[command(subcommand)]
     Params(params::ParamsCommand),

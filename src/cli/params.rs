@@ -5,15 +5,16 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Subcommand;
 
-use crate::circuits::params::{generate, ParamsKind};
-use crate::circuits::parse_sector_size;
+use crate::circuits::params::generate;
+use crate::circuits::{parse_sector_size, ProofKind};
 
 #[derive(Subcommand)]
 pub enum ParamsCommand {
     /// Make random (test-only) parameters through filecoin-proofs' generate-if-missing path.
     Generate {
+        /// The proof kind whose circuit the parameters are for.
         #[arg(long, value_enum)]
-        kind: ParamsKind,
+        kind: ProofKind,
         /// Sector size, e.g. 2KiB or 32GiB.
         #[arg(long, value_parser = parse_sector_size)]
         sector_size: u64,

@@ -1,68 +1,112 @@
-//! `cuzk prove ...`: one job from files, proved partition by partition, verified, written.
+//! `cuzk prove KIND ...`: one job from files, proved partition by partition, verified, written.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use base64::Engine as _;
 use blstrs::Scalar;
-use clap::Subcommand;
 use ff::Field;
 use rand::rngs::OsRng;
 
 use super::ParamsLocation;
-use crate::circuits::porep::PoRepC2;
+use crate::circuits::request::{C1Input, PorepC2Request};
+use crate::circuits::{ProofJob, ProofKind, ProofRequest};
 use crate::groth16::{prove, CpuBackend};
 use crate::srs::Srs;
 
-#[derive(Subcommand)]
-pub enum ProveCommand {
-    /// PoRep C2 (seal commit phase 2) from a C1 output.
-    PorepC2 {
-        /// C1 output: SealCommitPhase1Output JSON, or Curio's {"SectorNum","Phase1Out","SectorSize"}.
-        #[arg(long, value_name = "FILE")]
-        c1: PathBuf,
-        /// Miner actor ID (the number of its f0 address).
-        #[arg(long)]
-        miner_id: u64,
-        #[arg(long)]
-        sector_number: u64,
-        /// Where to write the proof bytes (as seal_commit_phase2 returns them).
-        #[arg(long, value_name = "FILE")]
-        out: PathBuf,
-        #[command(flatten)]
-        params: ParamsLocation,
-    },
+#[derive(clap::Args)]
+#[command(group = clap::ArgGroup::new("source").required(true).args(["input", "c1"]))]
+pub struct ProveArgs {
+    /// What to prove.
+    #[arg(value_enum)]
+    kind: ProofKind,
+    /// The request as JSON: the fields of the REST API's POST /v1/proofs body ("kind" may be
+    /// left out).
+    #[arg(long, value_name = "FILE")]
+    input: Option<PathBuf>,
+    /// porep-c2 only, instead of --input: the C1 output (SealCommitPhase1Output JSON, or
+    /// Curio's {"SectorNum","Phase1Out","SectorSize"} envelope).
+    #[arg(long, value_name = "FILE", requires_all = ["miner_id", "sector_number"])]
+    c1: Option<PathBuf>,
+    /// With --c1: the miner actor ID (the number of its f0 address).
+    #[arg(long)]
+    miner_id: Option<u64>,
+    /// With --c1: the sector number.
+    #[arg(long)]
+    sector_number: Option<u64>,
+    /// Where to write the proof bytes (as filecoin-proofs-api returns them for the kind).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    #[command(flatten)]
+    params: ParamsLocation,
 }
 
-pub fn run(cmd: ProveCommand) -> Result<()> {
-    match cmd {
-        ProveCommand::PorepC2 {
-            c1,
-            miner_id,
-            sector_number,
-            out,
-            params,
-        } => {
-            params.apply()?;
-            let job = load_porep(&c1, miner_id, sector_number)?;
-            let srs = load_srs(&job.params_path())?;
-            let proof = prove_porep(&job, &srs)?;
-            crate::persist::write_atomic(&out, &proof)?;
-            eprintln!(
-                "proof verified; {} bytes written to {}",
-                proof.len(),
-                out.display()
+pub fn run(args: ProveArgs) -> Result<()> {
+    args.params.apply()?;
+    let request = read_request(&args)?;
+    let job = prepare(request)?;
+    let srs = load_srs(&job.params_path())?;
+    let proof = prove_job(job.as_ref(), &srs)?;
+    crate::persist::write_atomic(&args.out, &proof)?;
+    eprintln!(
+        "proof verified; {} bytes written to {}",
+        proof.len(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn read_request(args: &ProveArgs) -> Result<ProofRequest> {
+    if let Some(c1) = &args.c1 {
+        if args.kind != ProofKind::PorepC2 {
+            bail!(
+                "--c1 is for porep-c2; give a {} request with --input",
+                args.kind
             );
-            Ok(())
         }
+        return porep_request(
+            c1,
+            args.miner_id.expect("clap requires it"),
+            args.sector_number.expect("clap requires it"),
+        );
     }
+    let path = args.input.as_ref().expect("clap requires --input or --c1");
+    load_request(path, args.kind)
 }
 
-pub(super) fn load_porep(c1: &Path, miner_id: u64, sector_number: u64) -> Result<PoRepC2> {
+/// A PoRep C2 request from a C1 output file.
+pub(super) fn porep_request(c1: &Path, miner_id: u64, sector_number: u64) -> Result<ProofRequest> {
     let bytes = std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?;
-    let job = PoRepC2::from_c1(&bytes, miner_id, sector_number)
-        .with_context(|| format!("C1 output {}", c1.display()))?;
-    tracing::info!(proof = ?job.registered_proof(), partitions = job.partitions(), "C1 output parsed");
+    Ok(ProofRequest::PorepC2(PorepC2Request {
+        c1: C1Input::Base64(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        miner_id,
+        sector_number,
+    }))
+}
+
+/// Reads a request file for `kind`; a file without "kind" is taken as that kind.
+pub(super) fn load_request(path: &Path, kind: ProofKind) -> Result<ProofRequest> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut value: serde_json::Value = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not JSON", path.display()))?;
+    let Some(object) = value.as_object_mut() else {
+        bail!("{} is not a JSON object", path.display());
+    };
+    let named = object.entry("kind").or_insert_with(|| kind.as_str().into());
+    if named.as_str() != Some(kind.as_str()) {
+        bail!("{} is a {named} request, not {kind}", path.display());
+    }
+    let bytes = serde_json::to_vec(&value)?;
+    ProofRequest::from_json(&bytes).with_context(|| format!("request {}", path.display()))
+}
+
+pub(super) fn prepare(request: ProofRequest) -> Result<Box<dyn ProofJob>> {
+    let kind = request.kind();
+    let job = request
+        .prepare()
+        .with_context(|| format!("{kind} request"))?;
+    tracing::info!(?job, circuit = %job.circuit_id(), "request checked");
     Ok(job)
 }
 
@@ -75,7 +119,7 @@ pub(super) fn load_srs(path: &Path) -> Result<Srs> {
 }
 
 /// Proves every partition on the CPU with fresh randomness and returns the verified proof bytes.
-pub(super) fn prove_porep(job: &PoRepC2, srs: &Srs) -> Result<Vec<u8>> {
+pub(super) fn prove_job(job: &dyn ProofJob, srs: &Srs) -> Result<Vec<u8>> {
     let mut proofs = Vec::with_capacity(job.partitions());
     for k in 0..job.partitions() {
         let start = Instant::now();

@@ -49,7 +49,7 @@ pub fn sealed_c1() -> SealCommitPhase1Output {
     params_dir();
     C1.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        cuzk::circuits::seal::seal_sector(PROOF, MINER_ID, SECTOR_NUMBER, 42, dir.path())
+        cuzk::circuits::samples::seal_sector(PROOF, MINER_ID, SECTOR_NUMBER, 42, dir.path())
             .expect("sealing a 2 KiB sector")
     })
     .clone()

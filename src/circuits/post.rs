@@ -1,0 +1,545 @@
+//! Proofs of Spacetime: one WindowPoSt partition, or a WinningPoSt, from the per-sector vanilla
+//! proofs (bincode `FallbackPoStSectorProof`) Curio holds, the randomness and the prover id.
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, Scalar as Fr};
+use filecoin_hashers::Hasher;
+use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
+use filecoin_proofs::{as_safe_commitment, with_shape, FallbackPoStSectorProof, PoStConfig};
+use filecoin_proofs_api::{PoStType, PublicReplicaInfo, RegisteredPoStProof, SectorId};
+use rand::rngs::OsRng;
+use storage_proofs_core::api_version::ApiVersion;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::parameter_cache::{parameter_cache_params_path, CacheableParameters};
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+use super::{
+    bellperson_prove, check_partition, concat_proofs, synthesize_checked, verified, CircuitError,
+    CircuitId, ProofJob, ProofKind,
+};
+use crate::groth16::Proof;
+use crate::synth::SynthesizedProof;
+
+/// The actors' limit on partitions in one deadline: a WindowPoSt partition index beyond it is
+/// not a request anyone can make.
+pub const MAX_WINDOW_PARTITIONS: usize = 3000;
+
+/// A parsed, checked PoSt job: a single partition (one circuit).
+pub struct PoStJob {
+    kind: ProofKind,
+    registered_proof: RegisteredPoStProof,
+    randomness: [u8; 32],
+    prover_id: [u8; 32],
+    /// The proved sectors and their comm_r, as the verifier needs them.
+    sectors: Vec<(SectorId, [u8; 32])>,
+    circuit: Box<dyn PoStCircuit>,
+}
+
+impl std::fmt::Debug for PoStJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoStJob")
+            .field("kind", &self.kind)
+            .field("registered_proof", &self.registered_proof)
+            .field("sectors", &self.sectors.len())
+            .finish()
+    }
+}
+
+/// The size-specific half of a job (the replica tree shape is a type parameter).
+trait PoStCircuit: Send + Sync {
+    fn synthesize(&self) -> Result<SynthesizedProof, CircuitError>;
+    fn params_path(&self) -> PathBuf;
+    fn bellperson_proof(
+        &self,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError>;
+    /// Checks one partition proof against the verifying key and the verifier's public inputs.
+    fn verify(&self, proof: &Proof<Bls12>) -> Result<(), CircuitError>;
+}
+
+struct Typed<Tree: 'static + MerkleTreeTrait> {
+    public_params: fallback::PublicParams,
+    /// What the circuit is built from (the sectors given, partition 0 of them).
+    circuit_inputs: fallback::PublicInputs<<Tree::Hasher as Hasher>::Domain>,
+    partition_proof: fallback::Proof<Tree::Proof>,
+    /// The public inputs the verifier derives for this partition (ONE not included).
+    expected: Vec<Fr>,
+}
+
+struct Request<'a> {
+    registered_proof: RegisteredPoStProof,
+    config: PoStConfig,
+    randomness: [u8; 32],
+    prover_id: [u8; 32],
+    vanilla_proofs: &'a [&'a [u8]],
+}
+
+impl PoStJob {
+    /// One WindowPoSt partition, as generate_single_window_post_with_vanilla proves it.
+    pub fn window(
+        registered_proof: RegisteredPoStProof,
+        randomness: [u8; 32],
+        prover_id: [u8; 32],
+        partition_index: usize,
+        vanilla_proofs: &[&[u8]],
+    ) -> Result<Self, CircuitError> {
+        let req = Request::new(
+            PoStType::Window,
+            registered_proof,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+        )?;
+        if partition_index >= MAX_WINDOW_PARTITIONS {
+            return Err(CircuitError::invalid(
+                "partition_index",
+                format!("{partition_index} is beyond the {MAX_WINDOW_PARTITIONS} partitions a deadline can hold"),
+            ));
+        }
+        let (sectors, circuit) = with_shape!(
+            u64::from(registered_proof.sector_size()),
+            typed_window,
+            &req,
+            partition_index,
+        )?;
+        Ok(req.into_job(ProofKind::WindowPost, sectors, circuit))
+    }
+
+    /// A WinningPoSt, as generate_winning_post_with_vanilla proves it.
+    pub fn winning(
+        registered_proof: RegisteredPoStProof,
+        randomness: [u8; 32],
+        prover_id: [u8; 32],
+        vanilla_proofs: &[&[u8]],
+    ) -> Result<Self, CircuitError> {
+        let req = Request::new(
+            PoStType::Winning,
+            registered_proof,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+        )?;
+        let (sectors, circuit) = with_shape!(
+            u64::from(registered_proof.sector_size()),
+            typed_winning,
+            &req,
+        )?;
+        Ok(req.into_job(ProofKind::WinningPost, sectors, circuit))
+    }
+
+    pub fn registered_proof(&self) -> RegisteredPoStProof {
+        self.registered_proof
+    }
+}
+
+impl ProofJob for PoStJob {
+    fn kind(&self) -> ProofKind {
+        self.kind
+    }
+
+    fn circuit_id(&self) -> CircuitId {
+        CircuitId::new(self.kind, u64::from(self.registered_proof.sector_size()))
+    }
+
+    fn partitions(&self) -> usize {
+        1
+    }
+
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+        check_partition(k, 1)?;
+        self.circuit.synthesize()
+    }
+
+    fn params_path(&self) -> PathBuf {
+        self.circuit.params_path()
+    }
+
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError> {
+        check_partition(k, 1)?;
+        self.circuit.bellperson_proof(params, r, s)
+    }
+
+    /// WindowPoSt: the partition proof (generate_single_window_post_with_vanilla's bytes),
+    /// checked against filecoin-proofs' verifying key and the public inputs verify_window_post
+    /// derives for this partition. WinningPoSt: the proof, checked by verify_winning_post.
+    fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError> {
+        let bytes = concat_proofs(proofs, 1)?;
+        match self.kind {
+            ProofKind::WinningPost => {
+                let replicas: BTreeMap<SectorId, PublicReplicaInfo> = self
+                    .sectors
+                    .iter()
+                    .map(|(id, comm_r)| {
+                        (*id, PublicReplicaInfo::new(self.registered_proof, *comm_r))
+                    })
+                    .collect();
+                let answer = filecoin_proofs_api::post::verify_winning_post(
+                    &self.randomness,
+                    &bytes,
+                    &replicas,
+                    self.prover_id,
+                );
+                verified(answer, "verify_winning_post")?;
+            }
+            _ => self.circuit.verify(&proofs[0])?,
+        }
+        Ok(bytes)
+    }
+}
+
+impl<'a> Request<'a> {
+    fn new(
+        typ: PoStType,
+        registered_proof: RegisteredPoStProof,
+        randomness: [u8; 32],
+        prover_id: [u8; 32],
+        vanilla_proofs: &'a [&'a [u8]],
+    ) -> Result<Self, CircuitError> {
+        if registered_proof.typ() != typ {
+            return Err(CircuitError::invalid(
+                "registered_proof",
+                format!("{registered_proof:?} is not a {typ:?}PoSt proof"),
+            ));
+        }
+        if vanilla_proofs.is_empty() {
+            return Err(CircuitError::invalid("vanilla_proofs", "is empty"));
+        }
+        Ok(Request {
+            registered_proof,
+            config: registered_proof.as_v1_config(),
+            randomness,
+            prover_id,
+            vanilla_proofs,
+        })
+    }
+
+    fn into_job(
+        self,
+        kind: ProofKind,
+        sectors: Vec<(SectorId, [u8; 32])>,
+        circuit: Box<dyn PoStCircuit>,
+    ) -> PoStJob {
+        PoStJob {
+            kind,
+            registered_proof: self.registered_proof,
+            randomness: self.randomness,
+            prover_id: self.prover_id,
+            sectors,
+            circuit,
+        }
+    }
+
+    /// The vanilla proofs decoded, each checked to hold one sector with the configured number
+    /// of challenges.
+    fn sector_proofs<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        challenges_per_sector: usize,
+    ) -> Result<Vec<FallbackPoStSectorProof<Tree>>, CircuitError> {
+        let mut out = Vec::with_capacity(self.vanilla_proofs.len());
+        for (i, bytes) in self.vanilla_proofs.iter().enumerate() {
+            let field = format!("vanilla_proofs[{i}]");
+            let proof: FallbackPoStSectorProof<Tree> =
+                bincode::deserialize(bytes).map_err(|e| {
+                    CircuitError::invalid(
+                        field.clone(),
+                        format!(
+                            "not a bincode FallbackPoStSectorProof for {:?}: {e}",
+                            self.registered_proof
+                        ),
+                    )
+                })?;
+            let sectors = &proof.vanilla_proof.sectors;
+            if sectors.len() != 1 {
+                return Err(CircuitError::invalid(
+                    field,
+                    format!("holds {} sector proofs, expected 1", sectors.len()),
+                ));
+            }
+            let challenges = sectors[0].inclusion_proofs.len();
+            if challenges != challenges_per_sector {
+                return Err(CircuitError::invalid(
+                    field,
+                    format!("{challenges} challenge proofs, expected {challenges_per_sector}"),
+                ));
+            }
+            out.push(proof);
+        }
+        Ok(out)
+    }
+
+    fn domains<D: filecoin_hashers::Domain>(&self) -> Result<(D, D), CircuitError> {
+        let randomness = as_safe_commitment(&self.randomness, "randomness").map_err(|_| {
+            CircuitError::invalid(
+                "randomness",
+                "not a BLS12-381 field element (top bits set?)",
+            )
+        })?;
+        let prover_id = as_safe_commitment(&self.prover_id, "prover_id")
+            .map_err(|_| CircuitError::invalid("prover_id", "not a BLS12-381 field element"))?;
+        Ok((randomness, prover_id))
+    }
+}
+
+type Compound<Tree> = FallbackPoStCompound<Tree>;
+
+fn public_sectors<Tree: MerkleTreeTrait>(
+    proofs: &[FallbackPoStSectorProof<Tree>],
+) -> Vec<PublicSector<<Tree::Hasher as Hasher>::Domain>> {
+    proofs
+        .iter()
+        .map(|p| PublicSector {
+            id: p.sector_id,
+            comm_r: p.comm_r,
+        })
+        .collect()
+}
+
+fn sector_list<Tree: MerkleTreeTrait>(
+    proofs: &[FallbackPoStSectorProof<Tree>],
+) -> Vec<(SectorId, [u8; 32])> {
+    proofs
+        .iter()
+        .map(|p| {
+            let mut comm_r = [0u8; 32];
+            filecoin_hashers::Domain::write_bytes(&p.comm_r, &mut comm_r)
+                .expect("a domain element is 32 bytes");
+            (p.sector_id, comm_r)
+        })
+        .collect()
+}
+
+/// Runs a filecoin-proofs vanilla check that may panic on malformed input.
+fn vanilla_check<T>(
+    check: impl FnOnce() -> anyhow::Result<T>,
+    what: &str,
+) -> Result<T, CircuitError> {
+    match catch_unwind(AssertUnwindSafe(check)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(CircuitError::invalid(
+            "vanilla_proofs",
+            format!("do not verify for {what} ({e:#})"),
+        )),
+        Err(_) => Err(CircuitError::invalid(
+            "vanilla_proofs",
+            "are malformed (the vanilla check failed)",
+        )),
+    }
+}
+
+/// The proved sectors (for the verifier) and the circuit.
+type Built = (Vec<(SectorId, [u8; 32])>, Box<dyn PoStCircuit>);
+
+fn typed_window<Tree: 'static + MerkleTreeTrait>(
+    req: &Request<'_>,
+    partition_index: usize,
+) -> Result<Built, CircuitError> {
+    let config = &req.config;
+    let public_params = FallbackPoSt::<Tree>::setup(&window_post_setup_params(config))
+        .map_err(|e| CircuitError::invalid("registered_proof", format!("{e:#}")))?;
+    let per_partition = public_params.sector_count;
+    if req.vanilla_proofs.len() > per_partition {
+        return Err(CircuitError::invalid(
+            "vanilla_proofs",
+            format!(
+                "{} sectors; a {:?} partition holds at most {per_partition}",
+                req.vanilla_proofs.len(),
+                req.registered_proof
+            ),
+        ));
+    }
+    let proofs = req.sector_proofs::<Tree>(config.challenge_count)?;
+    let (randomness, prover_id) = req.domains()?;
+    let sectors = public_sectors(&proofs);
+    let circuit_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: sectors.clone(),
+        k: Some(partition_index),
+    };
+    let partition_proof = vanilla_check(
+        || {
+            filecoin_proofs::single_partition_vanilla_proofs(
+                config,
+                &public_params,
+                &circuit_inputs,
+                &proofs,
+            )
+        },
+        "this randomness, prover id and partition index",
+    )?;
+    // The verifier sees all sectors of the deadline and takes partition k's chunk of them.
+    // Only before API v1.2 do the challenges depend on where the chunk starts: there the earlier
+    // chunks are filled with copies, which the derivation skips.
+    let (all_sectors, k) = match config.api_version {
+        ApiVersion::V1_2_0 => (sectors, 0),
+        _ => {
+            let mut all = vec![sectors[0].clone(); partition_index * per_partition];
+            all.extend(sectors);
+            (all, partition_index)
+        }
+    };
+    let verifier_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: all_sectors,
+        k: None,
+    };
+    let expected =
+        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::generate_public_inputs(
+            &verifier_inputs,
+            &public_params,
+            Some(k),
+        )
+        .map_err(|e| CircuitError::invalid("vanilla_proofs", format!("public inputs: {e:#}")))?;
+    Ok((
+        sector_list(&proofs),
+        Box::new(Typed::<Tree> {
+            public_params,
+            circuit_inputs: fallback::PublicInputs {
+                k: None,
+                ..circuit_inputs
+            },
+            partition_proof,
+            expected,
+        }),
+    ))
+}
+
+fn typed_winning<Tree: 'static + MerkleTreeTrait>(
+    req: &Request<'_>,
+) -> Result<Built, CircuitError> {
+    let config = &req.config;
+    if req.vanilla_proofs.len() != config.sector_count {
+        return Err(CircuitError::invalid(
+            "vanilla_proofs",
+            format!(
+                "{} sectors; a WinningPoSt proves {}",
+                req.vanilla_proofs.len(),
+                config.sector_count
+            ),
+        ));
+    }
+    let setup = winning_post_setup_params(config)
+        .map_err(|e| CircuitError::invalid("registered_proof", format!("{e:#}")))?;
+    let public_params = FallbackPoSt::<Tree>::setup(&setup)
+        .map_err(|e| CircuitError::invalid("registered_proof", format!("{e:#}")))?;
+    let proofs = req.sector_proofs::<Tree>(config.challenge_count)?;
+    let (randomness, prover_id) = req.domains()?;
+    let sectors = public_sectors(&proofs);
+    let circuit_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: sectors.clone(),
+        k: None,
+    };
+    let mut partitioned = vanilla_check(
+        || {
+            filecoin_proofs::partition_vanilla_proofs(
+                config,
+                &public_params,
+                &circuit_inputs,
+                1,
+                &proofs,
+            )
+        },
+        "this randomness and prover id",
+    )?;
+    // verify_winning_post lists the sector once per challenge "sector" of the circuit.
+    let verifier_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: sectors
+            .iter()
+            .cycle()
+            .take(public_params.sector_count * sectors.len())
+            .cloned()
+            .collect(),
+        k: None,
+    };
+    let expected =
+        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::generate_public_inputs(
+            &verifier_inputs,
+            &public_params,
+            Some(0),
+        )
+        .map_err(|e| CircuitError::invalid("vanilla_proofs", format!("public inputs: {e:#}")))?;
+    Ok((
+        sector_list(&proofs),
+        Box::new(Typed::<Tree> {
+            public_params,
+            circuit_inputs,
+            partition_proof: partitioned.remove(0),
+            expected,
+        }),
+    ))
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Typed<Tree> {
+    fn circuit(&self) -> Result<FallbackPoStCircuit<Tree>, CircuitError> {
+        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
+            &self.circuit_inputs,
+            Default::default(),
+            &self.partition_proof,
+            &self.public_params,
+            Some(0),
+        )
+        .map_err(|e| CircuitError::invalid("vanilla_proofs", format!("{e:#}")))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PoStCircuit for Typed<Tree> {
+    fn synthesize(&self) -> Result<SynthesizedProof, CircuitError> {
+        synthesize_checked(
+            self.circuit()?,
+            0,
+            &self.expected,
+            "the randomness, prover id and partition index",
+        )
+    }
+
+    fn params_path(&self) -> PathBuf {
+        let id =
+            <Compound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(
+                &self.public_params,
+            );
+        parameter_cache_params_path(&id)
+    }
+
+    fn bellperson_proof(
+        &self,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError> {
+        bellperson_prove(self.circuit()?, params, r, s)
+    }
+
+    fn verify(&self, proof: &Proof<Bls12>) -> Result<(), CircuitError> {
+        let vk =
+            <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::verifying_key::<OsRng>(
+                None,
+                &self.public_params,
+            )
+            .map_err(|e| CircuitError::Verification(format!("verifying key: {e:#}")))?;
+        let pvk = bellperson::groth16::prepare_verifying_key(&vk);
+        let answer = bellperson::groth16::verify_proof(&pvk, proof, &self.expected)
+            .map_err(|e| anyhow::anyhow!("{e}"));
+        verified(answer, "the WindowPoSt partition verifier")
+    }
+}

@@ -1,0 +1,316 @@
+//! SnapDeals (empty sector update): one EmptySectorUpdate circuit per partition, from the
+//! per-partition vanilla proofs Curio holds and the three commitments.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, Scalar as Fr};
+use filecoin_hashers::Domain as _;
+use filecoin_proofs::types::SectorUpdateConfig;
+use filecoin_proofs::with_shape;
+use filecoin_proofs_api::RegisteredUpdateProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::parameter_cache::{parameter_cache_params_path, CacheableParameters};
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher};
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
+    PublicInputs, PublicParams, SetupParams,
+};
+
+use super::{
+    bellperson_prove, check_partition, concat_proofs, synthesize_checked, verified, CircuitError,
+    CircuitId, ProofJob, ProofKind,
+};
+use crate::groth16::Proof;
+use crate::synth::SynthesizedProof;
+
+/// A parsed, checked SnapDeals job.
+pub struct SnapDeals {
+    registered_proof: RegisteredUpdateProof,
+    comm_r_old: [u8; 32],
+    comm_r_new: [u8; 32],
+    comm_d_new: [u8; 32],
+    circuit: Box<dyn UpdateCircuits>,
+}
+
+impl std::fmt::Debug for SnapDeals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapDeals")
+            .field("registered_proof", &self.registered_proof)
+            .field("partitions", &self.circuit.partitions())
+            .finish()
+    }
+}
+
+/// The size-specific half of a job (the replica tree shape is a type parameter).
+trait UpdateCircuits: Send + Sync {
+    fn partitions(&self) -> usize;
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
+    fn params_path(&self) -> PathBuf;
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError>;
+}
+
+struct Typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    public_params: PublicParams,
+    public_inputs: PublicInputs,
+    proofs: Vec<PartitionProof<Tree>>,
+}
+
+impl SnapDeals {
+    /// Checks the commitments and every partition's vanilla proof (bincode `PartitionProof`, as
+    /// filecoin-proofs-api's generate_partition_proofs returns them).
+    pub fn new(
+        registered_proof: RegisteredUpdateProof,
+        vanilla_proofs: &[&[u8]],
+        comm_r_old: [u8; 32],
+        comm_r_new: [u8; 32],
+        comm_d_new: [u8; 32],
+    ) -> Result<Self, CircuitError> {
+        let commitments = Commitments {
+            r_old: tree_r_domain("comm_r_old", &comm_r_old)?,
+            r_new: tree_r_domain("comm_r_new", &comm_r_new)?,
+            d_new: TreeDDomain::try_from_bytes(&comm_d_new)
+                .map_err(|e| CircuitError::invalid("comm_d_new", format!("{e:#}")))?,
+        };
+        let config = SectorUpdateConfig::from_porep_config(&registered_proof.as_v1_config());
+        let circuit = with_shape!(
+            u64::from(config.sector_size),
+            typed,
+            registered_proof,
+            &config,
+            vanilla_proofs,
+            &commitments,
+        )?;
+        Ok(SnapDeals {
+            registered_proof,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
+            circuit,
+        })
+    }
+
+    pub fn registered_proof(&self) -> RegisteredUpdateProof {
+        self.registered_proof
+    }
+}
+
+impl ProofJob for SnapDeals {
+    fn kind(&self) -> ProofKind {
+        ProofKind::SnapDeals
+    }
+
+    fn circuit_id(&self) -> CircuitId {
+        CircuitId::new(
+            ProofKind::SnapDeals,
+            u64::from(self.registered_proof.sector_size()),
+        )
+    }
+
+    fn partitions(&self) -> usize {
+        self.circuit.partitions()
+    }
+
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+        check_partition(k, self.partitions())?;
+        self.circuit.synthesize(k)
+    }
+
+    fn params_path(&self) -> PathBuf {
+        self.circuit.params_path()
+    }
+
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError> {
+        check_partition(k, self.partitions())?;
+        self.circuit.bellperson_proof(k, params, r, s)
+    }
+
+    /// The partition proofs joined as generate_empty_sector_update_proof_with_vanilla returns
+    /// them, checked with verify_empty_sector_update_proof.
+    fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError> {
+        let bytes = concat_proofs(proofs, self.partitions())?;
+        let answer = filecoin_proofs_api::update::verify_empty_sector_update_proof(
+            self.registered_proof,
+            &bytes,
+            self.comm_r_old,
+            self.comm_r_new,
+            self.comm_d_new,
+        );
+        verified(answer, "verify_empty_sector_update_proof")?;
+        Ok(bytes)
+    }
+}
+
+struct Commitments {
+    r_old: TreeRDomain,
+    r_new: TreeRDomain,
+    d_new: TreeDDomain,
+}
+
+fn tree_r_domain(field: &'static str, bytes: &[u8; 32]) -> Result<TreeRDomain, CircuitError> {
+    TreeRDomain::try_from_bytes(bytes)
+        .map_err(|e| CircuitError::invalid(field, format!("not a BLS12-381 field element ({e:#})")))
+}
+
+fn typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    registered_proof: RegisteredUpdateProof,
+    config: &SectorUpdateConfig,
+    vanilla_proofs: &[&[u8]],
+    commitments: &Commitments,
+) -> Result<Box<dyn UpdateCircuits>, CircuitError> {
+    let partitions = usize::from(config.update_partitions);
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: u64::from(config.sector_size),
+        },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let public_params = <EmptySectorUpdateCompound<Tree> as CompoundProof<
+        EmptySectorUpdate<Tree>,
+        EmptySectorUpdateCircuit<Tree>,
+    >>::setup(&setup)
+    .map_err(|e| CircuitError::invalid("registered_proof", format!("{e:#}")))?
+    .vanilla_params;
+    if vanilla_proofs.len() != partitions {
+        return Err(CircuitError::invalid(
+            "vanilla_proofs",
+            format!(
+                "{} partition proofs, {registered_proof:?} has {partitions} partitions",
+                vanilla_proofs.len()
+            ),
+        ));
+    }
+    let public_inputs = PublicInputs {
+        k: 0,
+        comm_r_old: commitments.r_old,
+        comm_d_new: commitments.d_new,
+        comm_r_new: commitments.r_new,
+        h: config.h,
+    };
+    let mut proofs = Vec::with_capacity(partitions);
+    for (k, bytes) in vanilla_proofs.iter().enumerate() {
+        let field = format!("vanilla_proofs[{k}]");
+        let proof: PartitionProof<Tree> = bincode::deserialize(bytes).map_err(|e| {
+            CircuitError::invalid(
+                field.clone(),
+                format!("not a bincode PartitionProof for {registered_proof:?}: {e}"),
+            )
+        })?;
+        check_shape(&proof, &public_params).map_err(|why| CircuitError::invalid(&field, why))?;
+        // The vanilla check ties the proof to the three commitments: a mismatch found here is
+        // named; found later it would only be an unsatisfied circuit.
+        let inputs = PublicInputs {
+            k,
+            ..public_inputs.clone()
+        };
+        let ok = catch_unwind(AssertUnwindSafe(|| {
+            EmptySectorUpdate::<Tree>::verify(&public_params, &inputs, &proof)
+        }));
+        if !matches!(ok, Ok(Ok(true))) {
+            return Err(CircuitError::invalid(
+                field,
+                "does not verify against comm_r_old, comm_r_new and comm_d_new",
+            ));
+        }
+        proofs.push(proof);
+    }
+    Ok(Box::new(Typed {
+        public_params,
+        public_inputs,
+        proofs,
+    }))
+}
+
+/// The counts the circuit relies on, checked before any gadget indexes by them.
+fn check_shape<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
+    proof: &PartitionProof<Tree>,
+    params: &PublicParams,
+) -> Result<(), String> {
+    if proof.apex_leafs.len() != params.apex_leaf_count {
+        return Err(format!(
+            "{} apex leaves, expected {}",
+            proof.apex_leafs.len(),
+            params.apex_leaf_count
+        ));
+    }
+    if proof.challenge_proofs.len() != params.challenge_count {
+        return Err(format!(
+            "{} challenge proofs, expected {}",
+            proof.challenge_proofs.len(),
+            params.challenge_count
+        ));
+    }
+    Ok(())
+}
+
+type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Typed<Tree> {
+    fn circuit(&self, k: usize) -> Result<EmptySectorUpdateCircuit<Tree>, CircuitError> {
+        <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
+            &self.public_inputs,
+            (),
+            &self.proofs[k],
+            &self.public_params,
+            Some(k),
+        )
+        .map_err(|e| CircuitError::invalid("vanilla_proofs", format!("partition {k}: {e:#}")))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> UpdateCircuits for Typed<Tree> {
+    fn partitions(&self) -> usize {
+        self.proofs.len()
+    }
+
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+        let expected =
+            <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::generate_public_inputs(
+                &self.public_inputs,
+                &self.public_params,
+                Some(k),
+            )
+            .map_err(|e| {
+                CircuitError::Synthesis(format!("public inputs of partition {k}: {e:#}"))
+            })?;
+        synthesize_checked(
+            self.circuit(k)?,
+            k,
+            &expected,
+            "comm_r_old, comm_r_new and comm_d_new",
+        )
+    }
+
+    fn params_path(&self) -> PathBuf {
+        let id = <Compound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(
+            &self.public_params,
+        );
+        parameter_cache_params_path(&id)
+    }
+
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError> {
+        bellperson_prove(self.circuit(k)?, params, r, s)
+    }
+}
