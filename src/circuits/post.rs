@@ -381,7 +381,7 @@ fn typed_window<Tree: 'static + MerkleTreeTrait>(
                 &proofs,
             )
         },
-        "this randomness, prover id and partition index",
+        "this proof type, randomness and partition index",
     )?;
     // The verifier sees all sectors of the deadline and takes partition k's chunk of them.
     // Only before API v1.2 do the challenges depend on where the chunk starts: there the earlier
@@ -458,7 +458,7 @@ fn typed_winning<Tree: 'static + MerkleTreeTrait>(
                 &proofs,
             )
         },
-        "this randomness and prover id",
+        "this proof type and randomness",
     )?;
     // verify_winning_post lists the sector once per challenge "sector" of the circuit.
     let verifier_inputs = fallback::PublicInputs {

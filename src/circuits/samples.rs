@@ -112,8 +112,10 @@ pub fn seal(
     })
 }
 
-/// The PoSt proof types of a sealed sector's size.
-fn post_proofs(seal: RegisteredSealProof) -> Result<(RegisteredPoStProof, RegisteredPoStProof)> {
+/// The PoSt proof types (winning, window v1.2) of a sealed sector's size.
+pub fn post_proofs(
+    seal: RegisteredSealProof,
+) -> Result<(RegisteredPoStProof, RegisteredPoStProof)> {
     use RegisteredPoStProof::*;
     Ok(match u64::from(seal.sector_size()) {
         2048 => (StackedDrgWinning2KiBV1, StackedDrgWindow2KiBV1_2),
@@ -163,10 +165,10 @@ fn private_replica(
 /// makes them: challenges for every sector, then one vanilla proof per sector.
 pub fn window_post_vanilla(
     sectors: &[SealedSector],
+    proof: RegisteredPoStProof,
     miner_id: u64,
     randomness: [u8; 32],
-) -> Result<(RegisteredPoStProof, Vec<Vec<u8>>)> {
-    let (_, proof) = post_proofs(sectors[0].proof)?;
+) -> Result<Vec<Vec<u8>>> {
     let replicas: BTreeMap<_, _> = sectors.iter().map(|s| private_replica(s, proof)).collect();
     let ids: Vec<SectorId> = replicas.keys().copied().collect();
     let challenges = filecoin_proofs_api::post::generate_fallback_sector_challenges(
@@ -186,17 +188,18 @@ pub fn window_post_vanilla(
             )
         })
         .collect::<Result<_>>()?;
-    Ok((proof, vanilla))
+    Ok(vanilla)
 }
 
 /// A WindowPoSt request for partition `partition_index` of a WindowPoSt over `sectors`.
 pub fn window_post_request(
     sectors: &[SealedSector],
+    proof: RegisteredPoStProof,
     miner_id: u64,
     randomness: [u8; 32],
     partition_index: usize,
 ) -> Result<ProofRequest> {
-    let (proof, vanilla) = window_post_vanilla(sectors, miner_id, randomness)?;
+    let vanilla = window_post_vanilla(sectors, proof, miner_id, randomness)?;
     let per_partition = proof.as_v1_config().sector_count;
     let chunk = vanilla
         .chunks(per_partition)
@@ -344,7 +347,7 @@ pub fn sample_request(
             let sectors = (1..=per_partition + 1)
                 .map(|n| sector(n, false))
                 .collect::<Result<Vec<_>>>()?;
-            window_post_request(&sectors, miner_id, randomness(4), 1)
+            window_post_request(&sectors, window, miner_id, randomness(4), 1)
         }
     }
 }

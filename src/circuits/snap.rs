@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar as Fr};
-use filecoin_hashers::Domain as _;
 use filecoin_proofs::types::SectorUpdateConfig;
 use filecoin_proofs::with_shape;
 use filecoin_proofs_api::RegisteredUpdateProof;
@@ -76,10 +75,9 @@ impl SnapDeals {
         comm_d_new: [u8; 32],
     ) -> Result<Self, CircuitError> {
         let commitments = Commitments {
-            r_old: tree_r_domain("comm_r_old", &comm_r_old)?,
-            r_new: tree_r_domain("comm_r_new", &comm_r_new)?,
-            d_new: TreeDDomain::try_from_bytes(&comm_d_new)
-                .map_err(|e| CircuitError::invalid("comm_d_new", format!("{e:#}")))?,
+            r_old: domain("comm_r_old", &comm_r_old)?,
+            r_new: domain("comm_r_new", &comm_r_new)?,
+            d_new: domain("comm_d_new", &comm_d_new)?,
         };
         let config = SectorUpdateConfig::from_porep_config(&registered_proof.as_v1_config());
         let circuit = with_shape!(
@@ -162,9 +160,13 @@ struct Commitments {
     d_new: TreeDDomain,
 }
 
-fn tree_r_domain(field: &'static str, bytes: &[u8; 32]) -> Result<TreeRDomain, CircuitError> {
-    TreeRDomain::try_from_bytes(bytes)
-        .map_err(|e| CircuitError::invalid(field, format!("not a BLS12-381 field element ({e:#})")))
+/// A commitment as a domain element; it must be a canonical BLS12-381 field element.
+fn domain<D: filecoin_hashers::Domain>(
+    field: &'static str,
+    bytes: &[u8; 32],
+) -> Result<D, CircuitError> {
+    filecoin_proofs::as_safe_commitment(bytes, field)
+        .map_err(|_| CircuitError::invalid(field, "not a BLS12-381 field element"))
 }
 
 fn typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(

@@ -13,30 +13,32 @@ pub const SECTOR_NUMBER: u64 = 7;
 pub const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 
 /// The test parameter cache, kept between runs (CUZK_TEST_PARAMS, default
-/// /var/tmp/cuzk-test-params). Missing 2 KiB PoRep parameters are made once through
-/// `cuzk params generate` (about 10 minutes on 2 cores; none when warm). Also points this
-/// process's filecoin-proofs at it.
+/// /var/tmp/cuzk-test-params). Missing 2 KiB parameters of every proof kind are made once
+/// through `cuzk params generate` (about 21 minutes on 2 cores: PoRep 13, SnapDeals 7, both
+/// PoSt 1; none when warm). Also points this process's filecoin-proofs at it.
 pub fn params_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = std::env::var_os("CUZK_TEST_PARAMS")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/var/tmp/cuzk-test-params"));
-        let out = cuzk(&[
-            "params",
-            "generate",
-            "--kind",
-            "porep",
-            "--sector-size",
-            "2KiB",
-            "--dir",
-            dir.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "params generate failed: {}",
-            stderr(&out)
-        );
+        for kind in ["porep-c2", "snap-deals", "window-post", "winning-post"] {
+            let out = cuzk(&[
+                "params",
+                "generate",
+                "--kind",
+                kind,
+                "--sector-size",
+                "2KiB",
+                "--dir",
+                dir.to_str().unwrap(),
+            ]);
+            assert!(
+                out.status.success(),
+                "params generate --kind {kind} failed: {}",
+                stderr(&out)
+            );
+        }
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
         dir
     })
