@@ -160,6 +160,7 @@ fn porep_partition_is_byte_identical_to_bellperson() {
     )
     .unwrap();
     let path = job.params_path();
+    assert_eq!(path, PROOF.cache_params_path().unwrap());
     let mut rng = ChaCha8Rng::seed_from_u64(99);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
 

@@ -180,7 +180,16 @@ fn one_partition_of_each_kind_is_byte_identical_to_bellperson() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for request in requests {
         let kind = request.kind();
+        // The parameter file is the one filecoin-proofs-api names for the proof type.
+        let api_path = match &request {
+            ProofRequest::WindowPost(r) => Some(r.registered_proof.cache_params_path().unwrap()),
+            ProofRequest::WinningPost(r) => Some(r.registered_proof.cache_params_path().unwrap()),
+            _ => None,
+        };
         let job = request.prepare().unwrap();
+        if let Some(api_path) = api_path {
+            assert_eq!(job.params_path(), api_path, "{kind}");
+        }
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let synth = job.synthesize(0).unwrap();
         let path = job.params_path();
