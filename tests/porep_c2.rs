@@ -8,8 +8,6 @@ use blstrs::Scalar;
 use common::*;
 use cuzk::circuits::porep::PoRepC2;
 use cuzk::circuits::{prover_id_from_miner, ProofJob};
-use cuzk::groth16::{prove, CpuBackend};
-use cuzk::srs::Srs;
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -167,18 +165,8 @@ fn porep_partition_is_byte_identical_to_bellperson() {
     let synth = job.synthesize(0).unwrap();
     assert_eq!(synth.unsatisfied_rows(), 0);
     assert_eq!(synth.num_constraints(), 2_687_961);
-    let srs = Srs::read(&path).unwrap();
-    let (ours, _) = prove(&CpuBackend, &srs, synth, r, s).unwrap();
-    drop(srs);
-
-    let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
-    let params = bellperson::groth16::Parameters::read(file, false).unwrap();
-    let theirs = job.bellperson_proof(0, &params, r, s).unwrap();
-
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    ours.write(&mut a).unwrap();
-    theirs.write(&mut b).unwrap();
-    assert_eq!(a, b);
+    drop(synth);
+    let ours = assert_identical_to_bellperson(&job, 0, r, s);
     job.finish(&[ours])
         .expect("filecoin-proofs verifies the proof");
 }

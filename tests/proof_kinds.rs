@@ -15,8 +15,6 @@ use cuzk::circuits::samples::{
     SealedSector,
 };
 use cuzk::circuits::{prover_id_from_miner, CircuitError, ProofRequest};
-use cuzk::groth16::{prove, CpuBackend};
-use cuzk::srs::Srs;
 use ff::Field;
 use filecoin_proofs_api::{PublicReplicaInfo, RegisteredPoStProof, SectorId};
 use rand::SeedableRng;
@@ -191,18 +189,7 @@ fn one_partition_of_each_kind_is_byte_identical_to_bellperson() {
             assert_eq!(job.params_path(), api_path, "{kind}");
         }
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let synth = job.synthesize(0).unwrap();
-        let path = job.params_path();
-        let srs = Srs::read(&path).unwrap();
-        let (ours, _) = prove(&CpuBackend, &srs, synth, r, s).unwrap();
-        drop(srs);
-        let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
-        let params = bellperson::groth16::Parameters::read(file, false).unwrap();
-        let theirs = job.bellperson_proof(0, &params, r, s).unwrap();
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        ours.write(&mut a).unwrap();
-        theirs.write(&mut b).unwrap();
-        assert_eq!(a, b, "{kind}: not byte-identical to bellperson");
+        let ours = assert_identical_to_bellperson(job.as_ref(), 0, r, s);
         job.finish(&[ours])
             .unwrap_or_else(|e| panic!("{kind}: filecoin-proofs rejects the proof: {e}"));
     }

@@ -54,12 +54,28 @@ impl CircuitError {
 pub trait ProofJob: Send + Sync + fmt::Debug {
     fn kind(&self) -> ProofKind;
     fn circuit_id(&self) -> CircuitId;
-    fn partitions(&self) -> usize;
+    /// The partitions' circuits.
+    fn circuits(&self) -> &dyn PartitionCircuits;
+    /// Joins the partition proofs as filecoin-proofs-api returns them for this kind and verifies
+    /// the result with filecoin-proofs' verifier. Only a proof that verifies is returned.
+    fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError>;
+
+    fn partitions(&self) -> usize {
+        self.circuits().partitions()
+    }
+
     /// Synthesizes partition `k`, checks its public inputs against those the verifier derives
     /// and that the witness satisfies every constraint.
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+        check_partition(k, self.partitions())?;
+        self.circuits().synthesize(k)
+    }
+
     /// The Groth16 parameter file of this job's circuit.
-    fn params_path(&self) -> PathBuf;
+    fn params_path(&self) -> PathBuf {
+        self.circuits().params_path()
+    }
+
     /// bellperson's proof of partition `k` with the same r and s: the byte-identical oracle.
     fn bellperson_proof(
         &self,
@@ -67,10 +83,25 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
         params: &Parameters<Bls12>,
         r: Fr,
         s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError> {
+        check_partition(k, self.partitions())?;
+        self.circuits().bellperson_proof(k, params, r, s)
+    }
+}
+
+/// The size-specific half of a job: each kind implements it once, generic over the sector's
+/// Merkle tree shape, and picks the shape from the registered proof. `k` is in range here.
+pub trait PartitionCircuits: Send + Sync {
+    fn partitions(&self) -> usize;
+    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
+    fn params_path(&self) -> PathBuf;
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
     ) -> Result<Proof<Bls12>, CircuitError>;
-    /// Joins the partition proofs as filecoin-proofs-api returns them for this kind and verifies
-    /// the result with filecoin-proofs' verifier. Only a proof that verifies is returned.
-    fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError>;
 }
 
 /// Synthesizes one partition circuit and checks it: public inputs equal to `expected` (ONE not

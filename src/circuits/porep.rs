@@ -20,8 +20,8 @@ use storage_proofs_core::parameter_cache::{parameter_cache_params_path, Cacheabl
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
 use super::{
-    bellperson_prove, check_partition, concat_proofs, prover_id_from_miner, synthesize_checked,
-    verified, CircuitError, CircuitId, ProofJob, ProofKind,
+    bellperson_prove, concat_proofs, prover_id_from_miner, synthesize_checked, verified,
+    CircuitError, CircuitId, PartitionCircuits, ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
 use crate::synth::SynthesizedProof;
@@ -55,24 +55,9 @@ impl std::fmt::Debug for PoRepC2 {
         f.debug_struct("PoRepC2")
             .field("registered_proof", &self.registered_proof)
             .field("sector_id", &self.sector_id)
-            .field("partitions", &self.partitions())
+            .field("partitions", &self.circuit.partitions())
             .finish()
     }
-}
-
-/// The size-specific half of a job (the Merkle tree shape is a type parameter).
-trait PartitionCircuits: Send + Sync {
-    fn partitions(&self) -> usize;
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
-    fn params_path(&self) -> std::path::PathBuf;
-    /// bellperson's CPU prover on the same circuit: the oracle for tests and benchmarks.
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<blstrs::Bls12>, CircuitError>;
 }
 
 struct Typed<Tree: 'static + MerkleTreeTrait> {
@@ -200,28 +185,8 @@ impl ProofJob for PoRepC2 {
         CircuitId::porep(u64::from(self.registered_proof.sector_size()))
     }
 
-    fn partitions(&self) -> usize {
-        self.circuit.partitions()
-    }
-
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
-        check_partition(k, self.partitions())?;
-        self.circuit.synthesize(k)
-    }
-
-    fn params_path(&self) -> std::path::PathBuf {
-        self.circuit.params_path()
-    }
-
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
-        check_partition(k, self.partitions())?;
-        self.circuit.bellperson_proof(k, params, r, s)
+    fn circuits(&self) -> &dyn PartitionCircuits {
+        self.circuit.as_ref()
     }
 
     /// Joins the partition proofs as seal_commit_phase2 writes them and verifies the result with

@@ -22,8 +22,8 @@ use storage_proofs_post::fallback::{
 };
 
 use super::{
-    bellperson_prove, check_partition, concat_proofs, synthesize_checked, verified, CircuitError,
-    CircuitId, ProofJob, ProofKind,
+    bellperson_prove, concat_proofs, synthesize_checked, verified, CircuitError, CircuitId,
+    PartitionCircuits, ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
 use crate::synth::SynthesizedProof;
@@ -53,16 +53,8 @@ impl std::fmt::Debug for PoStJob {
     }
 }
 
-/// The size-specific half of a job (the replica tree shape is a type parameter).
-trait PoStCircuit: Send + Sync {
-    fn synthesize(&self) -> Result<SynthesizedProof, CircuitError>;
-    fn params_path(&self) -> PathBuf;
-    fn bellperson_proof(
-        &self,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>, CircuitError>;
+/// The size-specific half of a job: one partition circuit, and its own verifier.
+trait PoStCircuit: PartitionCircuits {
     /// Checks one partition proof against the verifying key and the verifier's public inputs.
     fn verify(&self, proof: &Proof<Bls12>) -> Result<(), CircuitError>;
 }
@@ -151,28 +143,8 @@ impl ProofJob for PoStJob {
         CircuitId::new(self.kind, u64::from(self.registered_proof.sector_size()))
     }
 
-    fn partitions(&self) -> usize {
-        1
-    }
-
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
-        check_partition(k, 1)?;
-        self.circuit.synthesize()
-    }
-
-    fn params_path(&self) -> PathBuf {
-        self.circuit.params_path()
-    }
-
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>, CircuitError> {
-        check_partition(k, 1)?;
-        self.circuit.bellperson_proof(params, r, s)
+    fn circuits(&self) -> &dyn PartitionCircuits {
+        self.circuit.as_ref()
     }
 
     /// WindowPoSt: the partition proof (generate_single_window_post_with_vanilla's bytes),
@@ -503,8 +475,12 @@ impl<Tree: 'static + MerkleTreeTrait> Typed<Tree> {
     }
 }
 
-impl<Tree: 'static + MerkleTreeTrait> PoStCircuit for Typed<Tree> {
-    fn synthesize(&self) -> Result<SynthesizedProof, CircuitError> {
+impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
+    fn partitions(&self) -> usize {
+        1
+    }
+
+    fn synthesize(&self, _k: usize) -> Result<SynthesizedProof, CircuitError> {
         synthesize_checked(
             self.circuit()?,
             0,
@@ -523,13 +499,16 @@ impl<Tree: 'static + MerkleTreeTrait> PoStCircuit for Typed<Tree> {
 
     fn bellperson_proof(
         &self,
+        _k: usize,
         params: &Parameters<Bls12>,
         r: Fr,
         s: Fr,
     ) -> Result<Proof<Bls12>, CircuitError> {
         bellperson_prove(self.circuit()?, params, r, s)
     }
+}
 
+impl<Tree: 'static + MerkleTreeTrait> PoStCircuit for Typed<Tree> {
     fn verify(&self, proof: &Proof<Bls12>) -> Result<(), CircuitError> {
         let vk =
             <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::verifying_key::<OsRng>(

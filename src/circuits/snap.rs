@@ -20,8 +20,8 @@ use storage_proofs_update::{
 };
 
 use super::{
-    bellperson_prove, check_partition, concat_proofs, synthesize_checked, verified, CircuitError,
-    CircuitId, ProofJob, ProofKind,
+    bellperson_prove, concat_proofs, synthesize_checked, verified, CircuitError, CircuitId,
+    PartitionCircuits, ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
 use crate::synth::SynthesizedProof;
@@ -32,7 +32,7 @@ pub struct SnapDeals {
     comm_r_old: [u8; 32],
     comm_r_new: [u8; 32],
     comm_d_new: [u8; 32],
-    circuit: Box<dyn UpdateCircuits>,
+    circuit: Box<dyn PartitionCircuits>,
 }
 
 impl std::fmt::Debug for SnapDeals {
@@ -42,20 +42,6 @@ impl std::fmt::Debug for SnapDeals {
             .field("partitions", &self.circuit.partitions())
             .finish()
     }
-}
-
-/// The size-specific half of a job (the replica tree shape is a type parameter).
-trait UpdateCircuits: Send + Sync {
-    fn partitions(&self) -> usize;
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
-    fn params_path(&self) -> PathBuf;
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>, CircuitError>;
 }
 
 struct Typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
@@ -114,28 +100,8 @@ impl ProofJob for SnapDeals {
         )
     }
 
-    fn partitions(&self) -> usize {
-        self.circuit.partitions()
-    }
-
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
-        check_partition(k, self.partitions())?;
-        self.circuit.synthesize(k)
-    }
-
-    fn params_path(&self) -> PathBuf {
-        self.circuit.params_path()
-    }
-
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>, CircuitError> {
-        check_partition(k, self.partitions())?;
-        self.circuit.bellperson_proof(k, params, r, s)
+    fn circuits(&self) -> &dyn PartitionCircuits {
+        self.circuit.as_ref()
     }
 
     /// The partition proofs joined as generate_empty_sector_update_proof_with_vanilla returns
@@ -174,7 +140,7 @@ fn typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     config: &SectorUpdateConfig,
     vanilla_proofs: &[&[u8]],
     commitments: &Commitments,
-) -> Result<Box<dyn UpdateCircuits>, CircuitError> {
+) -> Result<Box<dyn PartitionCircuits>, CircuitError> {
     let partitions = usize::from(config.update_partitions);
     let setup = compound_proof::SetupParams {
         vanilla_params: SetupParams {
@@ -276,7 +242,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Typed<Tree> {
     }
 }
 
-impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> UpdateCircuits for Typed<Tree> {
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits for Typed<Tree> {
     fn partitions(&self) -> usize {
         self.proofs.len()
     }

@@ -68,3 +68,26 @@ pub fn cuzk(args: &[&str]) -> Output {
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// Proves partition `k` of `job` with cuzk's CPU backend and with bellperson, both with r and s,
+/// asserts the two proofs are the same bytes, and returns ours.
+pub fn assert_identical_to_bellperson(
+    job: &dyn cuzk::circuits::ProofJob,
+    k: usize,
+    r: blstrs::Scalar,
+    s: blstrs::Scalar,
+) -> cuzk::groth16::Proof<blstrs::Bls12> {
+    let path = job.params_path();
+    let synth = job.synthesize(k).unwrap();
+    let srs = cuzk::srs::Srs::read(&path).unwrap();
+    let (ours, _) = cuzk::groth16::prove(&cuzk::groth16::CpuBackend, &srs, synth, r, s).unwrap();
+    drop(srs);
+    let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+    let params = bellperson::groth16::Parameters::read(file, false).unwrap();
+    let theirs = job.bellperson_proof(k, &params, r, s).unwrap();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    ours.write(&mut a).unwrap();
+    theirs.write(&mut b).unwrap();
+    assert_eq!(a, b, "{}: not byte-identical to bellperson", job.kind());
+    ours
+}
