@@ -11,9 +11,15 @@
 //!
 //! docs/architecture.md has the bird's-eye view and the invariants.
 
+pub mod api;
 pub mod circuits;
 pub mod cli;
+pub mod config;
+pub mod engine;
 pub mod groth16;
+pub mod jobs;
+pub mod metrics;
 pub mod persist;
 pub mod srs;
 pub mod synth;
+pub mod systemd;

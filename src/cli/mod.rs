@@ -1,9 +1,11 @@
 //! The `cuzk` command line: thin wrappers over the library, one file per command family.
 
 mod bench;
+mod config;
 mod logging;
 mod params;
 mod prove;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +21,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the service: REST API, job store and prover (what systemd starts).
+    Serve(serve::ServeArgs),
+    /// The service's configuration.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
     /// Prove a job from files and write the proof bytes (verified first).
     Prove(prove::ProveArgs),
     /// Groth16 parameter files.
@@ -55,6 +62,8 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     logging::init();
     let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Config(cmd) => config::run(cmd),
         Command::Prove(cmd) => prove::run(cmd),
         Command::Params(cmd) => params::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),

@@ -1,0 +1,84 @@
+//! The REST API (axum): versioned under /v1, JSON in and out, errors as
+//! application/problem+json (RFC 9457) with a stable type per error. The only module that knows
+//! HTTP; it talks to the [`Engine`] and nothing else.
+//!
+//! - `POST /v1/proofs`, `GET /v1/proofs/{id}[?wait=30s]`, `GET /v1/proofs/{id}/proof`,
+//!   `DELETE /v1/proofs/{id}`: [`proofs`]
+//! - `GET /v1/status`, `/healthz`, `/readyz`, `/metrics`: [`status`]
+
+mod problem;
+mod proofs;
+mod status;
+
+pub use problem::Problem;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::Router;
+
+use crate::config::Settings;
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+
+/// What every handler sees.
+pub struct App {
+    pub engine: Engine,
+    pub metrics: Arc<Metrics>,
+    pub settings: Settings,
+    pub started: Instant,
+    ready: AtomicBool,
+    draining: AtomicBool,
+}
+
+impl App {
+    pub fn new(engine: Engine, metrics: Arc<Metrics>, settings: Settings) -> Arc<App> {
+        Arc::new(App {
+            engine,
+            metrics,
+            settings,
+            started: Instant::now(),
+            ready: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+        })
+    }
+
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// From now on submissions are refused (503) and /readyz says so.
+    pub fn set_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    fn ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst) && !self.draining()
+    }
+
+    fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    let limit = app.settings.max_body_bytes;
+    Router::new()
+        .route("/v1/proofs", axum::routing::post(proofs::submit))
+        .route(
+            "/v1/proofs/{id}",
+            get(proofs::get_job).delete(proofs::cancel),
+        )
+        .route("/v1/proofs/{id}/proof", get(proofs::get_proof))
+        .route("/v1/status", get(status::status))
+        .route("/healthz", get(status::healthz))
+        .route("/readyz", get(status::readyz))
+        .route("/metrics", get(status::metrics))
+        .fallback(|| async { Problem::not_found("no such resource") })
+        .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(app)
+}

@@ -1,0 +1,267 @@
+//! /v1/proofs: submit, watch, fetch and cancel proof jobs.
+//!
+//! The body of a submission is a proof request (docs/requests.md) with an optional `"id"`: the
+//! client's idempotency key. The same id with the same request returns the same job (200); with
+//! another request it is 409. A new job is on disk before its 202.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use rand::Rng;
+use serde::Deserialize;
+
+use super::{App, Problem};
+use crate::circuits::ProofRequest;
+use crate::engine::{CancelError, SubmitError};
+use crate::jobs::{valid_id, JobRecord, JobState};
+
+/// The longest `?wait=` honoured.
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
+fn job_url(id: &str) -> String {
+    format!("/v1/proofs/{id}")
+}
+
+fn job_response(status: StatusCode, record: &JobRecord) -> Response {
+    (
+        status,
+        [(header::LOCATION, job_url(&record.id))],
+        Json(record),
+    )
+        .into_response()
+}
+
+pub async fn submit(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Problem> {
+    if app.draining() {
+        return Err(Problem::unavailable(
+            "the service is shutting down; submit again after it restarts",
+        ));
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json {
+        return Err(Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "Unsupported media type",
+            "send the request as Content-Type: application/json",
+        ));
+    }
+    let body = body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body-too-large",
+                "Request body too large",
+                format!(
+                    "the body is over api.max_body_bytes = {}",
+                    app.settings.max_body_bytes
+                ),
+            )
+        } else {
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                "unreadable-body",
+                "Unreadable body",
+                r.body_text(),
+            )
+        }
+    })?;
+    let mut value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "malformed-json",
+            "Malformed JSON",
+            e.to_string(),
+        )
+    })?;
+    let id = take_id(&mut value)?;
+    // The stored form: canonical (keys sorted), without the id.
+    let request = serde_json::to_vec(&value).expect("a JSON value serializes");
+
+    let engine = app.engine.clone();
+    let (record, created) = tokio::task::spawn_blocking(move || {
+        if engine.get(&id).is_none() {
+            // Checked in full before acceptance: a job that is accepted can be proved.
+            let parsed = ProofRequest::from_json(&request).map_err(Problem::invalid_input)?;
+            let kind = parsed.kind();
+            parsed.prepare().map_err(Problem::invalid_input)?;
+            engine.submit(&id, kind, &request).map_err(submit_problem)
+        } else {
+            let kind = ProofRequest::from_json(&request)
+                .map_err(Problem::invalid_input)?
+                .kind();
+            engine.submit(&id, kind, &request).map_err(submit_problem)
+        }
+    })
+    .await
+    .map_err(|e| Problem::internal(format!("validation task: {e}")))??;
+    Ok(job_response(
+        if created {
+            StatusCode::ACCEPTED
+        } else {
+            StatusCode::OK
+        },
+        &record,
+    ))
+}
+
+/// The client's id, checked, or a fresh random one.
+fn take_id(value: &mut serde_json::Value) -> Result<String, Problem> {
+    let invalid =
+        |why: &str| Problem::invalid_input(crate::circuits::CircuitError::invalid("id", why));
+    let object = value
+        .as_object_mut()
+        .ok_or_else(|| invalid("the request is not a JSON object"))?;
+    match object.remove("id") {
+        None => {
+            let bytes: [u8; 16] = rand::rngs::OsRng.gen();
+            Ok(crate::circuits::request::hex(&bytes))
+        }
+        Some(serde_json::Value::String(id)) if valid_id(&id) => Ok(id),
+        Some(_) => Err(invalid(
+            "1 to 128 of A-Z a-z 0-9 . _ - (not starting with a dot)",
+        )),
+    }
+}
+
+fn submit_problem(e: SubmitError) -> Problem {
+    match e {
+        SubmitError::Conflict(_) => Problem::new(
+            StatusCode::CONFLICT,
+            "id-conflict",
+            "Job id in use",
+            e.to_string(),
+        ),
+        SubmitError::QueueFull(_) => Problem::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "queue-full",
+            "Queue full",
+            e.to_string(),
+        ),
+        SubmitError::Draining => Problem::unavailable(e.to_string()),
+        SubmitError::Store(_) => Problem::internal(e.to_string()),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct WaitQuery {
+    wait: Option<String>,
+}
+
+/// `30s`, `500ms`, `2m` or plain seconds.
+fn parse_wait(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "s"));
+    let n: f64 = num.parse().ok()?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return None,
+    };
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs).min(MAX_WAIT))
+}
+
+pub async fn get_job(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Query(query): Query<WaitQuery>,
+) -> Result<Response, Problem> {
+    let mut changes = app
+        .engine
+        .subscribe(&id)
+        .ok_or_else(|| Problem::not_found(format!("no job {id}")))?;
+    if let Some(wait) = &query.wait {
+        let wait = parse_wait(wait).ok_or_else(|| {
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                "bad-wait",
+                "Bad wait",
+                format!("wait={wait:?}: give e.g. 30s, 500ms or 2m"),
+            )
+        })?;
+        let _ = tokio::time::timeout(wait, changes.wait_for(|r| r.state.is_final())).await;
+    }
+    let record = changes.borrow().clone();
+    Ok(job_response(StatusCode::OK, &record))
+}
+
+pub async fn get_proof(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let record = app
+        .engine
+        .get(&id)
+        .ok_or_else(|| Problem::not_found(format!("no job {id}")))?;
+    if record.state != JobState::Done {
+        return Err(Problem::new(
+            StatusCode::CONFLICT,
+            "not-done",
+            "Proof not ready",
+            format!("job {id} is {}", record.state.as_str()),
+        ));
+    }
+    let engine = app.engine.clone();
+    let bytes = tokio::task::spawn_blocking(move || engine.proof(&id))
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))?
+        .map_err(|e| Problem::internal(format!("{e:#}")))?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
+}
+
+pub async fn cancel(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let engine = app.engine.clone();
+    let record = tokio::task::spawn_blocking(move || engine.cancel(&id))
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))?
+        .map_err(|e| match e {
+            CancelError::NotFound(_) => Problem::not_found(e.to_string()),
+            CancelError::Final(..) => Problem::new(
+                StatusCode::CONFLICT,
+                "already-final",
+                "Job already ended",
+                e.to_string(),
+            ),
+        })?;
+    Ok(job_response(StatusCode::ACCEPTED, &record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_parse_with_units_and_are_capped() {
+        assert_eq!(parse_wait("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_wait("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_wait("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_wait("7"), Some(Duration::from_secs(7)));
+        assert_eq!(parse_wait("1h"), None);
+        assert_eq!(parse_wait("-1s"), None);
+        assert_eq!(parse_wait("9999s"), Some(MAX_WAIT));
+    }
+}

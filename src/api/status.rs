@@ -1,0 +1,69 @@
+//! The service's own state: /v1/status (JSON), /healthz, /readyz, /metrics (Prometheus text).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::{App, Problem};
+
+/// An engine loop that has not turned for this long is hung.
+const HUNG_AFTER: Duration = Duration::from_secs(30);
+
+pub async fn status(State(app): State<Arc<App>>) -> Response {
+    let engine = app.engine.status();
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_s": app.started.elapsed().as_secs_f64(),
+        "ready": app.ready(),
+        "draining": app.draining(),
+        "backend": engine.backend,
+        "gpus": [],
+        "workers": engine.workers,
+        "running": engine.running,
+        "queued": engine.queued,
+        "ledger": engine.ledger,
+        "caches": { "parameters_loaded": engine.parameters_loaded },
+        "data_dir": app.settings.data_dir,
+        "params_dir": app.settings.params_dir,
+    }))
+    .into_response()
+}
+
+/// Alive: the engine loop turns.
+pub async fn healthz(State(app): State<Arc<App>>) -> Result<Response, Problem> {
+    let age = app.engine.heartbeat_age();
+    if age > HUNG_AFTER {
+        return Err(Problem::unavailable(format!(
+            "the engine loop has not turned for {:.0}s",
+            age.as_secs_f64()
+        )));
+    }
+    Ok(Json(json!({"status": "ok"})).into_response())
+}
+
+/// Ready: started, and not shutting down.
+pub async fn readyz(State(app): State<Arc<App>>) -> Result<Response, Problem> {
+    if app.draining() {
+        return Err(Problem::unavailable("shutting down"));
+    }
+    if !app.ready() {
+        return Err(Problem::unavailable("starting"));
+    }
+    Ok(Json(json!({"status": "ready"})).into_response())
+}
+
+pub async fn metrics(State(app): State<Arc<App>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        app.metrics.render(),
+    )
+        .into_response()
+}

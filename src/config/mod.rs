@@ -1,0 +1,336 @@
+//! Configuration: built-in defaults < the TOML file (/etc/cuzk/cuzk.toml, or --config) <
+//! `CUZK_<SECTION>__<KEY>` environment variables, read once by figment into [`Config`] (unknown
+//! keys and bad values refused, the key named) and turned into [`Settings`] (paths resolved,
+//! values checked). Nothing downstream reads the environment or the file again; SIGHUP re-reads
+//! them and applies what can change at runtime.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+/// Where the configuration file is looked up unless --config names one.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/cuzk/cuzk.toml";
+
+/// The prefix of configuration environment variables: `CUZK_API__LISTEN=0.0.0.0:9820`.
+pub const ENV_PREFIX: &str = "CUZK_";
+
+/// The configuration as written (defaults are the embedded ones).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub api: ApiConfig,
+    pub jobs: JobsConfig,
+    pub proving: ProvingConfig,
+    pub service: ServiceConfig,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApiConfig {
+    /// TCP address of the REST API.
+    pub listen: String,
+    /// Also serve the API on this unix socket ("" for none).
+    pub unix_socket: String,
+    /// Largest request body accepted, bytes (a 64 GiB sector's C1 output is about 80 MiB).
+    pub max_body_bytes: u64,
+    /// Jobs queued (not yet running) beyond which submissions get 429.
+    pub max_queued_jobs: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobsConfig {
+    /// Where jobs, results and caches live.
+    pub data_dir: PathBuf,
+    /// Finished jobs older than this are deleted (seconds).
+    pub retention_secs: u64,
+    /// At most this many finished jobs are kept (the oldest go first).
+    pub retention_count: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProvingConfig {
+    /// Directory of Groth16 .params/.vk files ("" for filecoin-proofs' default:
+    /// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters).
+    pub params_dir: String,
+    /// Jobs proved at once.
+    pub workers: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServiceConfig {
+    /// On SIGTERM, how long running jobs may take to finish before the process exits anyway
+    /// (they stay on disk and run again at the next start).
+    pub drain_timeout_secs: u64,
+    /// How often the one-line STATUS= summary is sent to systemd.
+    pub status_interval_secs: u64,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            listen: "127.0.0.1:9820".into(),
+            unix_socket: String::new(),
+            max_body_bytes: 256 << 20,
+            max_queued_jobs: 1000,
+        }
+    }
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        JobsConfig {
+            data_dir: PathBuf::from("/var/lib/cuzk"),
+            retention_secs: 7 * 24 * 3600,
+            retention_count: 10_000,
+        }
+    }
+}
+
+impl Default for ProvingConfig {
+    fn default() -> Self {
+        ProvingConfig {
+            params_dir: String::new(),
+            workers: 1,
+        }
+    }
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            drain_timeout_secs: 60,
+            status_interval_secs: 5,
+        }
+    }
+}
+
+/// The checked configuration the service runs with.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub unix_socket: Option<PathBuf>,
+    pub max_body_bytes: usize,
+    pub max_queued_jobs: usize,
+    pub data_dir: PathBuf,
+    pub retention: Duration,
+    pub retention_count: usize,
+    pub params_dir: Option<PathBuf>,
+    pub workers: usize,
+    pub drain_timeout: Duration,
+    pub status_interval: Duration,
+}
+
+/// The layered configuration source, kept to say where each value came from.
+pub struct Loaded {
+    pub config: Config,
+    pub figment: Figment,
+}
+
+/// Reads defaults, the file (`path`, or the default path when it exists) and the environment.
+pub fn load(path: Option<&Path>) -> Result<Loaded> {
+    let file = match path {
+        Some(p) => {
+            if !p.is_file() {
+                bail!("configuration file {} does not exist", p.display());
+            }
+            p.to_path_buf()
+        }
+        None => PathBuf::from(DEFAULT_CONFIG_PATH),
+    };
+    let figment = Figment::from(Serialized::defaults(Config::default()))
+        .merge(Toml::file(&file))
+        // Only sectioned variables are configuration: CUZK_LOG and the like are not.
+        .merge(
+            Env::prefixed(ENV_PREFIX)
+                .filter(|key| key.as_str().contains("__"))
+                .split("__"),
+        );
+    let config: Config = figment
+        .extract()
+        .map_err(|e| anyhow::anyhow!("configuration: {}", one_line(&e)))?;
+    Ok(Loaded { config, figment })
+}
+
+/// figment's error, one line per problem joined, naming the key and where it came from.
+fn one_line(e: &figment::Error) -> String {
+    e.clone()
+        .into_iter()
+        .map(|e| {
+            let key = e.path.join(".");
+            let source = e
+                .metadata
+                .as_ref()
+                .map(|m| match &m.source {
+                    Some(src) => format!(" ({} {src})", m.name),
+                    None => format!(" ({})", m.name),
+                })
+                .unwrap_or_default();
+            if key.is_empty() {
+                format!("{}{source}", e.kind)
+            } else {
+                format!("key {key}: {}{source}", e.kind)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Config {
+    /// Checks every value and resolves what the service needs.
+    pub fn settings(&self) -> Result<Settings> {
+        let listen: SocketAddr = self.api.listen.parse().with_context(|| {
+            format!(
+                "key api.listen: {:?} is not an address:port",
+                self.api.listen
+            )
+        })?;
+        let positive = |key: &str, v: u64| -> Result<()> {
+            if v == 0 {
+                bail!("key {key}: must be greater than 0");
+            }
+            Ok(())
+        };
+        positive("api.max_body_bytes", self.api.max_body_bytes)?;
+        positive("api.max_queued_jobs", self.api.max_queued_jobs as u64)?;
+        positive("jobs.retention_count", self.jobs.retention_count as u64)?;
+        positive("proving.workers", self.proving.workers as u64)?;
+        positive(
+            "service.status_interval_secs",
+            self.service.status_interval_secs,
+        )?;
+        if !self.jobs.data_dir.is_absolute() {
+            bail!(
+                "key jobs.data_dir: {} is not an absolute path",
+                self.jobs.data_dir.display()
+            );
+        }
+        let path_or_none = |s: &str| (!s.is_empty()).then(|| PathBuf::from(s));
+        Ok(Settings {
+            listen,
+            unix_socket: path_or_none(&self.api.unix_socket),
+            max_body_bytes: usize::try_from(self.api.max_body_bytes)
+                .context("key api.max_body_bytes: too large")?,
+            max_queued_jobs: self.api.max_queued_jobs,
+            data_dir: self.jobs.data_dir.clone(),
+            retention: Duration::from_secs(self.jobs.retention_secs),
+            retention_count: self.jobs.retention_count,
+            params_dir: path_or_none(&self.proving.params_dir),
+            workers: self.proving.workers,
+            drain_timeout: Duration::from_secs(self.service.drain_timeout_secs),
+            status_interval: Duration::from_secs(self.service.status_interval_secs),
+        })
+    }
+}
+
+impl Loaded {
+    /// Every key with its effective value and where it came from (`default`, the file, or the
+    /// environment variable), one `key = value  # source` line each.
+    pub fn show(&self) -> Result<String> {
+        let value = serde_json::to_value(&self.config)?;
+        let mut out = String::new();
+        let Some(sections) = value.as_object() else {
+            bail!("the configuration is not a table");
+        };
+        for (section, keys) in sections {
+            out.push_str(&format!("[{section}]\n"));
+            for (key, v) in keys.as_object().into_iter().flatten() {
+                let path = format!("{section}.{key}");
+                let source = match self.figment.find_metadata(&path) {
+                    Some(m) if m.name.contains("environment") => {
+                        format!("environment {ENV_PREFIX}{}__{}", section, key).to_uppercase()
+                    }
+                    Some(m) => match &m.source {
+                        Some(figment::Source::File(path)) => path.display().to_string(),
+                        _ => "default".into(),
+                    },
+                    None => "default".into(),
+                };
+                let toml_value = toml_literal(v);
+                out.push_str(&format!("{key} = {toml_value}  # {source}\n"));
+            }
+            out.push('\n');
+        }
+        Ok(out)
+    }
+}
+
+fn toml_literal(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_file(text: &str) -> Result<Loaded> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cuzk.toml");
+        std::fs::write(&path, text).unwrap();
+        load(Some(&path))
+    }
+
+    #[test]
+    fn file_values_override_defaults_and_say_where_they_came_from() {
+        let loaded = with_file("[api]\nlisten = \"127.0.0.1:1\"\n").unwrap();
+        assert_eq!(loaded.config.api.listen, "127.0.0.1:1");
+        assert_eq!(loaded.config.jobs, JobsConfig::default());
+        let shown = loaded.show().unwrap();
+        assert!(shown.contains("listen = \"127.0.0.1:1\"  # "), "{shown}");
+        assert!(shown.contains("cuzk.toml"), "{shown}");
+        assert!(shown.contains("workers = 1  # default"), "{shown}");
+        loaded.config.settings().unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused_by_name() {
+        let err = |text: &str| match with_file(text) {
+            Ok(l) => l.config.settings().map(|_| ()).unwrap_err().to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(err("[api]\nlisen = \"x\"\n").contains("lisen"));
+        assert!(err("[apis]\n").contains("apis"));
+        let bad_type = err("[proving]\nworkers = \"many\"\n");
+        assert!(bad_type.contains("proving.workers"), "{bad_type}");
+        assert!(err("[api]\nlisten = \"nowhere\"\n").contains("api.listen"));
+        assert!(err("[proving]\nworkers = 0\n").contains("proving.workers"));
+        assert!(err("[jobs]\ndata_dir = \"relative\"\n").contains("jobs.data_dir"));
+        assert!(load(Some(Path::new("/nonexistent/cuzk.toml"))).is_err());
+    }
+
+    #[test]
+    fn shipped_config_file_lists_every_key_with_its_default() {
+        let shipped = include_str!("../../etc/cuzk/cuzk.toml");
+        // Uncommenting every `# key = value` line gives the defaults back.
+        let uncommented: String = shipped
+            .lines()
+            .map(|l| {
+                l.strip_prefix("# ")
+                    .filter(|r| r.contains(" = ") || r.starts_with('['))
+                    .unwrap_or(l)
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let loaded = with_file(&uncommented).unwrap();
+        assert_eq!(loaded.config, Config::default());
+        let keys = serde_json::to_value(Config::default()).unwrap();
+        for (section, table) in keys.as_object().unwrap() {
+            for key in table.as_object().unwrap().keys() {
+                assert!(
+                    uncommented.contains(&format!("\n{key} = ")),
+                    "{section}.{key} missing from etc/cuzk/cuzk.toml"
+                );
+            }
+        }
+    }
+}

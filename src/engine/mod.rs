@@ -1,0 +1,702 @@
+//! The engine: takes stored jobs, runs them in priority order (WinningPoSt, then WindowPoSt, then
+//! SnapDeals and PoRep; FIFO within a priority) on a fixed number of workers, partition by
+//! partition, and records every step in the job store. It keeps the ledger of partition buffers
+//! in flight at the narrow waist, and its own loop feeds the systemd watchdog: a hung engine
+//! stops the pings, a busy one does not (the proving runs on worker threads).
+//!
+//! It knows nothing of HTTP. Memory budgeting and the reactive dispatcher replace the simple
+//! worker count here (the engine issue); the interface to the API stays.
+
+mod ledger;
+
+pub use ledger::{Ledger, LedgerEntry, Stage};
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use blstrs::Scalar;
+use ff::Field;
+use rand::rngs::OsRng;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use crate::circuits::{CircuitError, ProofKind, ProofRequest};
+use crate::groth16::{prove, CpuBackend};
+use crate::jobs::{now_ms, JobError, JobRecord, JobState, JobStore, Progress, Timings};
+use crate::metrics::Metrics;
+use crate::srs::Srs;
+use crate::systemd::Notifier;
+
+/// What may change while the service runs (SIGHUP).
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub max_queued_jobs: usize,
+    pub retention: Duration,
+    pub retention_count: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error("job {0} exists with a different request")]
+    Conflict(String),
+    #[error("{0} jobs are queued, the configured maximum")]
+    QueueFull(usize),
+    #[error("the service is shutting down")]
+    Draining,
+    #[error("storing the job: {0:#}")]
+    Store(anyhow::Error),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CancelError {
+    #[error("no job {0}")]
+    NotFound(String),
+    #[error("job {0} is already {1}")]
+    Final(String, &'static str),
+}
+
+/// A job the engine knows: its record (saved on every change) and who waits on it.
+struct Job {
+    record: Mutex<JobRecord>,
+    changes: watch::Sender<JobRecord>,
+    cancel: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    /// (priority, sequence, id): the smallest starts first.
+    queue: BinaryHeap<Reverse<(u8, u64, String)>>,
+    jobs: HashMap<String, Arc<Job>>,
+    running: usize,
+    draining: bool,
+    seq: u64,
+}
+
+struct Inner {
+    store: JobStore,
+    metrics: Arc<Metrics>,
+    ledger: Ledger,
+    workers: usize,
+    limits: Mutex<Limits>,
+    state: Mutex<State>,
+    wake: Condvar,
+    /// Unix ms of the engine loop's last turn.
+    heartbeat_ms: AtomicU64,
+    /// Pings and status go to systemd only after READY=1.
+    ready: AtomicBool,
+    notifier: Option<Arc<Notifier>>,
+    /// Parameter sets in use, shared by concurrent jobs; the last one loaded stays resident.
+    srs: Mutex<SrsCache>,
+    /// How often the engine loop pings the systemd watchdog (None: no watchdog).
+    watchdog: Option<Duration>,
+}
+
+/// Parameter sets by path (alive while a job uses them) and the one kept resident.
+type SrsCache = (HashMap<PathBuf, Weak<Srs>>, Option<Arc<Srs>>);
+
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+/// The engine as /v1/status shows it.
+#[derive(Debug, Serialize)]
+pub struct EngineStatus {
+    pub workers: usize,
+    pub running: usize,
+    pub draining: bool,
+    pub queued: HashMap<ProofKind, usize>,
+    pub ledger: Vec<ledger::StageCount>,
+    pub parameters_loaded: Vec<PathBuf>,
+    pub backend: &'static str,
+}
+
+fn priority(kind: ProofKind) -> u8 {
+    match kind {
+        ProofKind::WinningPost => 0,
+        ProofKind::WindowPost => 1,
+        ProofKind::SnapDeals | ProofKind::PorepC2 => 2,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    crate::circuits::request::hex(&Sha256::digest(bytes))
+}
+
+impl Engine {
+    /// Loads the stored jobs (queued and interrupted ones run again) and starts the engine loop.
+    pub fn start(
+        store: JobStore,
+        metrics: Arc<Metrics>,
+        workers: usize,
+        limits: Limits,
+        notifier: Option<Arc<Notifier>>,
+        watchdog: Option<Duration>,
+    ) -> Result<Engine> {
+        let inner = Arc::new(Inner {
+            ledger: Ledger::new(metrics.clone()),
+            store,
+            metrics,
+            workers,
+            limits: Mutex::new(limits),
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            heartbeat_ms: AtomicU64::new(now_ms()),
+            ready: AtomicBool::new(false),
+            srs: Mutex::new((HashMap::new(), None)),
+            watchdog: watchdog.filter(|_| notifier.is_some()),
+            notifier,
+        });
+        {
+            let mut st = lock(&inner.state);
+            for mut record in inner.store.load_all()? {
+                if matches!(record.state, JobState::Running | JobState::Queued) {
+                    if record.state == JobState::Running {
+                        tracing::info!(id = %record.id, "job was interrupted; it runs again");
+                    }
+                    record.state = JobState::Queued;
+                    record.progress = Progress::default();
+                    inner.store.save(&record)?;
+                    st.seq += 1;
+                    let key = (priority(record.kind), st.seq, record.id.clone());
+                    st.queue.push(Reverse(key));
+                    let kind = record.kind.as_str();
+                    inner.metrics.queue_depth.with_label_values(&[kind]).inc();
+                }
+                inner.count(record.kind, record.state, 1);
+                let (changes, _) = watch::channel(record.clone());
+                let job = Job {
+                    record: Mutex::new(record),
+                    changes,
+                    cancel: AtomicBool::new(false),
+                };
+                st.jobs.insert(job.id(), Arc::new(job));
+            }
+            tracing::info!(
+                jobs = st.jobs.len(),
+                queued = st.queue.len(),
+                "job store loaded"
+            );
+        }
+        let engine = Engine { inner };
+        let looped = engine.clone();
+        std::thread::Builder::new()
+            .name("cuzk-engine".into())
+            .spawn(move || looped.run())?;
+        Ok(engine)
+    }
+
+    /// From now on the engine loop pings the systemd watchdog.
+    pub fn set_ready(&self) {
+        self.inner.ready.store(true, Ordering::SeqCst);
+    }
+
+    pub fn set_limits(&self, limits: Limits) {
+        *lock(&self.inner.limits) = limits;
+    }
+
+    /// Stores a new job before returning it (`true`), or returns the existing job of this id if
+    /// its request is the same (`false`).
+    pub fn submit(
+        &self,
+        id: &str,
+        kind: ProofKind,
+        request: &[u8],
+    ) -> Result<(JobRecord, bool), SubmitError> {
+        let digest = sha256_hex(request);
+        let mut st = lock(&self.inner.state);
+        if let Some(job) = st.jobs.get(id) {
+            let record = lock(&job.record).clone();
+            return if record.request_sha256 == digest {
+                Ok((record, false))
+            } else {
+                Err(SubmitError::Conflict(id.into()))
+            };
+        }
+        if st.draining {
+            return Err(SubmitError::Draining);
+        }
+        let max = lock(&self.inner.limits).max_queued_jobs;
+        if st.queue.len() >= max {
+            return Err(SubmitError::QueueFull(max));
+        }
+        let record = JobRecord {
+            id: id.into(),
+            kind,
+            state: JobState::Queued,
+            request_sha256: digest,
+            submitted_at_ms: now_ms(),
+            started_at_ms: None,
+            finished_at_ms: None,
+            attempts: 0,
+            progress: Progress::default(),
+            timings: Timings::default(),
+            error: None,
+        };
+        self.inner
+            .store
+            .create(&record, request)
+            .map_err(SubmitError::Store)?;
+        st.seq += 1;
+        let key = (priority(kind), st.seq, id.to_owned());
+        st.queue.push(Reverse(key));
+        let (changes, _) = watch::channel(record.clone());
+        st.jobs.insert(
+            id.into(),
+            Arc::new(Job {
+                record: Mutex::new(record.clone()),
+                changes,
+                cancel: AtomicBool::new(false),
+            }),
+        );
+        self.inner.count(kind, JobState::Queued, 1);
+        self.inner
+            .metrics
+            .queue_depth
+            .with_label_values(&[kind.as_str()])
+            .inc();
+        tracing::info!(%id, %kind, "job accepted");
+        self.inner.wake.notify_all();
+        Ok((record, true))
+    }
+
+    pub fn get(&self, id: &str) -> Option<JobRecord> {
+        let job = lock(&self.inner.state).jobs.get(id).cloned()?;
+        let record = lock(&job.record).clone();
+        Some(record)
+    }
+
+    /// Changes of a job's record, for long polls.
+    pub fn subscribe(&self, id: &str) -> Option<watch::Receiver<JobRecord>> {
+        let job = lock(&self.inner.state).jobs.get(id).cloned()?;
+        Some(job.changes.subscribe())
+    }
+
+    pub fn proof(&self, id: &str) -> Result<Vec<u8>> {
+        self.inner.store.proof(id)
+    }
+
+    /// Cancels a job: a queued one at once, a running one at its next stage boundary.
+    pub fn cancel(&self, id: &str) -> Result<JobRecord, CancelError> {
+        let st = lock(&self.inner.state);
+        let job = st
+            .jobs
+            .get(id)
+            .cloned()
+            .ok_or_else(|| CancelError::NotFound(id.into()))?;
+        let state = lock(&job.record).state;
+        match state {
+            s if s.is_final() => Err(CancelError::Final(id.into(), s.as_str())),
+            JobState::Queued => {
+                // The queue entry stays; the engine loop skips jobs that are no longer queued.
+                // The state lock is held until the record says so.
+                let record = self.inner.finish(&job, JobState::Cancelled, None);
+                drop(st);
+                let kind = record.kind.as_str();
+                self.inner
+                    .metrics
+                    .queue_depth
+                    .with_label_values(&[kind])
+                    .dec();
+                tracing::info!(%id, "queued job cancelled");
+                Ok(record)
+            }
+            _ => {
+                job.cancel.store(true, Ordering::SeqCst);
+                tracing::info!(%id, "running job cancelling");
+                Ok(lock(&job.record).clone())
+            }
+        }
+    }
+
+    pub fn status(&self) -> EngineStatus {
+        let st = lock(&self.inner.state);
+        let mut queued: HashMap<ProofKind, usize> =
+            ProofKind::ALL.iter().map(|k| (*k, 0)).collect();
+        for job in st.jobs.values() {
+            let r = lock(&job.record);
+            if r.state == JobState::Queued {
+                *queued.entry(r.kind).or_default() += 1;
+            }
+        }
+        let parameters_loaded = lock(&self.inner.srs)
+            .0
+            .iter()
+            .filter(|(_, w)| w.strong_count() > 0)
+            .map(|(p, _)| p.clone())
+            .collect();
+        EngineStatus {
+            workers: self.inner.workers,
+            running: st.running,
+            draining: st.draining,
+            queued,
+            ledger: self.inner.ledger.snapshot(),
+            parameters_loaded,
+            backend: "cpu",
+        }
+    }
+
+    /// A one-line summary for systemd's STATUS=.
+    pub fn summary(&self) -> String {
+        let s = self.status();
+        let queued: usize = s.queued.values().sum();
+        let in_flight: i64 = s.ledger.iter().map(|c| c.buffers).sum();
+        format!(
+            "{} running, {queued} queued, {in_flight} partitions in flight{}",
+            s.running,
+            if s.draining { ", draining" } else { "" }
+        )
+    }
+
+    /// Seconds since the engine loop last turned.
+    pub fn heartbeat_age(&self) -> Duration {
+        Duration::from_millis(
+            now_ms().saturating_sub(self.inner.heartbeat_ms.load(Ordering::SeqCst)),
+        )
+    }
+
+    /// Stops starting jobs and waits (at most `timeout`) for the running ones to end. Returns
+    /// whether they all did; jobs still running stay stored and run again at the next start.
+    pub fn drain(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut st = lock(&self.inner.state);
+        st.draining = true;
+        self.inner.wake.notify_all();
+        while st.running > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!(
+                    running = st.running,
+                    "drain timeout: running jobs stay stored and run again at the next start"
+                );
+                return false;
+            }
+            st = self
+                .inner
+                .wake
+                .wait_timeout(st, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// The engine loop: starts queued jobs on free workers, pings the watchdog, sweeps old jobs.
+    fn run(&self) {
+        let inner = &self.inner;
+        let mut last_sweep: Option<Instant> = None;
+        let tick = inner
+            .watchdog
+            .map_or(Duration::from_secs(1), |w| w.min(Duration::from_secs(1)));
+        loop {
+            inner.heartbeat_ms.store(now_ms(), Ordering::SeqCst);
+            if inner.watchdog.is_some() && inner.ready.load(Ordering::SeqCst) {
+                if let Some(n) = &inner.notifier {
+                    n.notify("WATCHDOG=1");
+                }
+            }
+            let mut st = lock(&inner.state);
+            while !st.draining && st.running < inner.workers {
+                let Some(Reverse((_, _, id))) = st.queue.pop() else {
+                    break;
+                };
+                let Some(job) = st.jobs.get(&id).cloned() else {
+                    continue;
+                };
+                if lock(&job.record).state != JobState::Queued {
+                    continue; // cancelled while queued
+                }
+                st.running += 1;
+                let engine = self.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("cuzk-job-{id}"))
+                    .spawn(move || engine.inner.run_job(&job));
+                if let Err(e) = spawned {
+                    tracing::error!(%id, error = %e, "cannot start a worker thread");
+                    st.running -= 1;
+                }
+            }
+            let _ = inner
+                .wake
+                .wait_timeout(st, tick)
+                .unwrap_or_else(|e| e.into_inner());
+            if last_sweep.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                inner.sweep();
+                last_sweep = Some(Instant::now());
+            }
+        }
+    }
+}
+
+/// How a job ended other than with a proof.
+enum Ending {
+    Cancelled,
+    Failed(JobError),
+}
+
+impl From<CircuitError> for Ending {
+    fn from(e: CircuitError) -> Self {
+        let kind = match &e {
+            CircuitError::InvalidInput { .. }
+            | CircuitError::Unsatisfied { .. }
+            | CircuitError::PublicInputMismatch { .. } => "invalid-input",
+            CircuitError::Verification(_) => "verification-failed",
+            CircuitError::Synthesis(_) => "synthesis-failed",
+        };
+        Ending::Failed(JobError {
+            kind: kind.into(),
+            detail: e.to_string(),
+        })
+    }
+}
+
+fn internal(detail: impl Into<String>) -> Ending {
+    Ending::Failed(JobError {
+        kind: "internal".into(),
+        detail: detail.into(),
+    })
+}
+
+impl Job {
+    fn id(&self) -> String {
+        lock(&self.record).id.clone()
+    }
+}
+
+impl Inner {
+    fn count(&self, kind: ProofKind, state: JobState, delta: i64) {
+        self.metrics
+            .jobs
+            .with_label_values(&[kind.as_str(), state.as_str()])
+            .add(delta);
+    }
+
+    /// Changes a job's record, saves it, and tells whoever waits.
+    fn update(&self, job: &Job, change: impl FnOnce(&mut JobRecord)) -> JobRecord {
+        let mut record = lock(&job.record);
+        let before = record.state;
+        change(&mut record);
+        if record.state != before {
+            self.count(record.kind, before, -1);
+            self.count(record.kind, record.state, 1);
+        }
+        if let Err(e) = self.store.save(&record) {
+            tracing::error!(id = %record.id, error = %e, "cannot save the job record");
+        }
+        job.changes.send_replace(record.clone());
+        record.clone()
+    }
+
+    fn finish(&self, job: &Job, state: JobState, error: Option<JobError>) -> JobRecord {
+        self.update(job, |r| {
+            r.state = state;
+            r.error = error;
+            r.finished_at_ms = Some(now_ms());
+            r.progress.stage = None;
+        })
+    }
+
+    fn run_job(&self, job: &Arc<Job>) {
+        let started = Instant::now();
+        let record = self.update(job, |r| {
+            r.state = JobState::Running;
+            r.started_at_ms = Some(now_ms());
+            r.attempts += 1;
+            let wait = now_ms().saturating_sub(r.submitted_at_ms) as f64 / 1000.0;
+            r.timings = Timings {
+                queue_wait_s: Some(wait),
+                ..Timings::default()
+            };
+        });
+        let kind = record.kind.as_str();
+        self.metrics.queue_depth.with_label_values(&[kind]).dec();
+        if let Some(wait) = record.timings.queue_wait_s {
+            self.metrics
+                .queue_wait_seconds
+                .with_label_values(&[kind])
+                .observe(wait);
+        }
+        tracing::info!(id = %record.id, kind, attempt = record.attempts, "job started");
+
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.prove(job)))
+            .unwrap_or_else(|_| Err(internal("the prover panicked (see the log)")));
+        let total = started.elapsed().as_secs_f64();
+        let ended = match outcome {
+            Ok(proof) => match self.store.save_proof(&record.id, &proof) {
+                Ok(()) => {
+                    self.metrics
+                        .proofs_verified
+                        .with_label_values(&[kind])
+                        .inc();
+                    self.metrics
+                        .job_seconds
+                        .with_label_values(&[kind])
+                        .observe(total);
+                    self.update(job, |r| r.timings.total_s = Some(total));
+                    self.finish(job, JobState::Done, None)
+                }
+                Err(e) => {
+                    self.metrics.proofs_failed.with_label_values(&[kind]).inc();
+                    self.finish(
+                        job,
+                        JobState::Failed,
+                        Some(JobError {
+                            kind: "internal".into(),
+                            detail: format!("storing the proof: {e:#}"),
+                        }),
+                    )
+                }
+            },
+            Err(Ending::Cancelled) => self.finish(job, JobState::Cancelled, None),
+            Err(Ending::Failed(error)) => {
+                self.metrics.proofs_failed.with_label_values(&[kind]).inc();
+                self.finish(job, JobState::Failed, Some(error))
+            }
+        };
+        tracing::info!(id = %ended.id, state = ended.state.as_str(), secs = total, error = ?ended.error, "job ended");
+        let mut st = lock(&self.state);
+        st.running -= 1;
+        self.wake.notify_all();
+    }
+
+    /// Proves a running job: every partition, then the verified proof bytes.
+    fn prove(&self, job: &Job) -> Result<Vec<u8>, Ending> {
+        let id = job.id();
+        let request = self
+            .store
+            .request(&id)
+            .map_err(|e| internal(format!("{e:#}")))?;
+        let proof_job = ProofRequest::from_json(&request)?.prepare()?;
+        let partitions = proof_job.partitions();
+        self.update(job, |r| {
+            r.progress = Progress {
+                partitions_done: 0,
+                partitions_total: partitions,
+                stage: Some("loading-parameters".into()),
+            }
+        });
+        let srs = self.srs_for(&proof_job.params_path())?;
+        let kind = proof_job.kind().as_str();
+        let mut proofs = Vec::with_capacity(partitions);
+        let (mut synthesis_s, mut prove_s) = (0.0, 0.0);
+        for k in 0..partitions {
+            self.stage(job, "synthesis")?;
+            let entry = self.ledger.enter(Stage::Synthesizing, 0);
+            let start = Instant::now();
+            let synth = proof_job.synthesize(k)?;
+            let secs = start.elapsed().as_secs_f64();
+            synthesis_s += secs;
+            self.metrics
+                .synthesis_seconds
+                .with_label_values(&[kind])
+                .observe(secs);
+            let entry = entry.move_to(Stage::Synthesized, synth.heap_bytes());
+
+            self.stage(job, "proving")?;
+            let entry = entry.move_to(Stage::Proving, synth.heap_bytes());
+            let (proof, timings) = prove(
+                &CpuBackend,
+                &srs,
+                synth,
+                Scalar::random(&mut OsRng),
+                Scalar::random(&mut OsRng),
+            )
+            .map_err(|e| internal(format!("partition {k}: {e}")))?;
+            drop(entry);
+            let secs = timings.total.as_secs_f64();
+            prove_s += secs;
+            self.metrics
+                .prove_seconds
+                .with_label_values(&[kind])
+                .observe(secs);
+            proofs.push(proof);
+            self.update(job, |r| {
+                r.progress.partitions_done = k + 1;
+                r.timings.synthesis_s = Some(synthesis_s);
+                r.timings.prove_s = Some(prove_s);
+            });
+        }
+        self.stage(job, "verifying")?;
+        let start = Instant::now();
+        let bytes = proof_job.finish(&proofs)?;
+        let verify_s = start.elapsed().as_secs_f64();
+        self.update(job, |r| r.timings.verify_s = Some(verify_s));
+        Ok(bytes)
+    }
+
+    /// Enters a stage, unless the job was cancelled.
+    fn stage(&self, job: &Job, stage: &str) -> Result<(), Ending> {
+        if job.cancel.load(Ordering::SeqCst) {
+            return Err(Ending::Cancelled);
+        }
+        self.update(job, |r| r.progress.stage = Some(stage.into()));
+        Ok(())
+    }
+
+    /// The parameter set at `path`, shared with jobs using it now.
+    fn srs_for(&self, path: &Path) -> Result<Arc<Srs>, Ending> {
+        let mut cache = lock(&self.srs);
+        if let Some(srs) = cache.0.get(path).and_then(Weak::upgrade) {
+            return Ok(srs);
+        }
+        // The resident set goes first when another is needed: two sets are never held for
+        // the sake of a cache.
+        cache.1 = None;
+        let start = Instant::now();
+        let srs = Arc::new(Srs::read(path).map_err(|e| {
+            internal(format!(
+                "loading Groth16 parameters {}: {e:#}",
+                path.display()
+            ))
+        })?);
+        tracing::info!(path = %path.display(), secs = start.elapsed().as_secs_f64(), "parameters loaded");
+        cache.0.retain(|_, w| w.strong_count() > 0);
+        cache.0.insert(path.to_path_buf(), Arc::downgrade(&srs));
+        cache.1 = Some(srs.clone());
+        Ok(srs)
+    }
+
+    /// Deletes finished jobs beyond the retention age and count.
+    fn sweep(&self) {
+        let limits = lock(&self.limits).clone();
+        let mut finished: Vec<(u64, String, Arc<Job>)> = {
+            let st = lock(&self.state);
+            st.jobs
+                .iter()
+                .filter_map(|(id, job)| {
+                    let r = lock(&job.record);
+                    r.state
+                        .is_final()
+                        .then(|| (r.finished_at_ms.unwrap_or(0), id.clone(), job.clone()))
+                })
+                .collect()
+        };
+        finished.sort_by_key(|(at, id, _)| Reverse((*at, id.clone())));
+        let cutoff = now_ms().saturating_sub(limits.retention.as_millis() as u64);
+        for (i, (at, id, job)) in finished.into_iter().enumerate() {
+            if i < limits.retention_count && at >= cutoff {
+                continue;
+            }
+            let mut st = lock(&self.state);
+            if let Err(e) = self.store.remove(&id) {
+                tracing::warn!(%id, error = %e, "cannot remove an expired job");
+                continue;
+            }
+            st.jobs.remove(&id);
+            let r = lock(&job.record);
+            self.count(r.kind, r.state, -1);
+            tracing::info!(%id, "expired job removed");
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Prometheus metrics: one registry, every series named here (cuzk_ prefix, _bytes, _seconds,
+//! _total), plus the standard process collector (RSS, CPU, file descriptors).
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use crate::circuits::ProofKind;
+use crate::jobs::JobState;
+
+pub struct Metrics {
+    registry: Registry,
+    /// Jobs known to the service, by kind and state.
+    pub jobs: IntGaugeVec,
+    /// Jobs waiting to start, by kind.
+    pub queue_depth: IntGaugeVec,
+    /// The ledger: buffers in flight per pipeline stage, and their bytes.
+    pub ledger_buffers: IntGaugeVec,
+    pub ledger_bytes: IntGaugeVec,
+    pub queue_wait_seconds: HistogramVec,
+    pub synthesis_seconds: HistogramVec,
+    pub prove_seconds: HistogramVec,
+    pub job_seconds: HistogramVec,
+    pub proofs_verified: IntCounterVec,
+    pub proofs_failed: IntCounterVec,
+}
+
+/// Buckets from 10 ms to about 45 minutes.
+fn buckets() -> Vec<f64> {
+    prometheus::exponential_buckets(0.01, 2.5, 14).expect("valid buckets")
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let gauge = |name: &str, help: &str, labels: &[&str]| {
+            let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric");
+            g
+        };
+        let counter = |name: &str, help: &str| {
+            let c = IntCounterVec::new(Opts::new(name, help), &["kind"]).expect("valid metric");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("unique metric");
+            c
+        };
+        let histogram = |name: &str, help: &str| {
+            let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets()), &["kind"])
+                .expect("valid metric");
+            registry
+                .register(Box::new(h.clone()))
+                .expect("unique metric");
+            h
+        };
+        let m = Metrics {
+            jobs: gauge("cuzk_jobs", "Jobs known to the service", &["kind", "state"]),
+            queue_depth: gauge("cuzk_queue_depth", "Jobs waiting to start", &["kind"]),
+            ledger_buffers: gauge(
+                "cuzk_ledger_buffers",
+                "Partition buffers in flight per pipeline stage",
+                &["stage"],
+            ),
+            ledger_bytes: gauge(
+                "cuzk_ledger_bytes",
+                "Bytes of partition buffers in flight per pipeline stage",
+                &["stage"],
+            ),
+            queue_wait_seconds: histogram(
+                "cuzk_queue_wait_seconds",
+                "Time from submission to start",
+            ),
+            synthesis_seconds: histogram("cuzk_synthesis_seconds", "Synthesis time per partition"),
+            prove_seconds: histogram(
+                "cuzk_prove_seconds",
+                "Prover (NTT and MSM) time per partition",
+            ),
+            job_seconds: histogram("cuzk_job_seconds", "Time from start to verified proof"),
+            proofs_verified: counter(
+                "cuzk_proofs_verified_total",
+                "Proofs that passed filecoin-proofs' verifier",
+            ),
+            proofs_failed: counter(
+                "cuzk_proofs_failed_total",
+                "Jobs that ended failed (bad input, failed verification, errors)",
+            ),
+            registry,
+        };
+        #[cfg(target_os = "linux")]
+        m.registry
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .expect("unique metric");
+        // Every series exists from the start, so that dashboards and alerts see zeros.
+        for kind in ProofKind::ALL {
+            for state in JobState::ALL {
+                m.jobs.with_label_values(&[kind.as_str(), state.as_str()]);
+            }
+            m.queue_depth.with_label_values(&[kind.as_str()]);
+            m.proofs_verified.with_label_values(&[kind.as_str()]);
+            m.proofs_failed.with_label_values(&[kind.as_str()]);
+        }
+        for stage in crate::engine::Stage::ALL {
+            m.ledger_buffers.with_label_values(&[stage.as_str()]);
+            m.ledger_bytes.with_label_values(&[stage.as_str()]);
+        }
+        m
+    }
+
+    /// The Prometheus text exposition of every series.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .expect("encoding to a Vec cannot fail");
+        String::from_utf8(out).expect("the text format is UTF-8")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
