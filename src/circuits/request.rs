@@ -200,8 +200,18 @@ impl ProofRequest {
 fn fields<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, CircuitError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "request".into() } else { path };
-        CircuitError::invalid(field, e.into_inner().to_string())
+        let inner = e.into_inner().to_string();
+        // A missing field is reported at its parent: name the field itself.
+        let missing = inner
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next());
+        let field = match (missing, path.as_str()) {
+            (Some(name), ".") => name.to_owned(),
+            (Some(name), parent) => format!("{parent}.{name}"),
+            (None, ".") => "request".into(),
+            (None, _) => path,
+        };
+        CircuitError::invalid(field, inner)
     })
 }
 
@@ -365,6 +375,7 @@ mod tests {
         );
         assert_eq!(field_of(r#"{"kind":"teleport"}"#), "kind");
         assert_eq!(field_of(r#"{"miner_id":1}"#), "kind");
+        assert_eq!(field_of(r#"{"kind":"winning-post"}"#), "registered_proof");
         assert_eq!(field_of("[1,2"), "request");
     }
 

@@ -113,10 +113,11 @@ async fn serve(
         });
     }
     tracing::info!(listen = %settings.listen, unix_socket = ?settings.unix_socket, "API listening");
-    app.engine.set_ready();
     app.set_ready();
     notify("READY=1");
     notify(&format!("STATUS={}", app.engine.summary()));
+    // Watchdog pings start only now, after READY=1.
+    app.engine.set_ready();
 
     let status_app = app.clone();
     let status_notifier = notifier.clone();

@@ -245,7 +245,8 @@ impl Loaded {
                 let path = format!("{section}.{key}");
                 let source = match self.figment.find_metadata(&path) {
                     Some(m) if m.name.contains("environment") => {
-                        format!("environment {ENV_PREFIX}{}__{}", section, key).to_uppercase()
+                        let var = format!("{ENV_PREFIX}{section}__{key}").to_uppercase();
+                        format!("environment {var}")
                     }
                     Some(m) => match &m.source {
                         Some(figment::Source::File(path)) => path.display().to_string(),

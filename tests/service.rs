@@ -1,0 +1,498 @@
+//! The real `cuzk serve` on a free port, talked to over HTTP: proofs submitted, watched, fetched
+//! and verified with filecoin-proofs; idempotency, cancellation, problem+json; a kill -9 in the
+//! middle of a proof; the systemd notification protocol on a real unix datagram socket.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use cuzk::circuits::samples::{post_proofs, randomness, seal, winning_post_request, SealedSector};
+use cuzk::circuits::{prover_id_from_miner, ProofRequest};
+use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
+use serde_json::{json, Value};
+
+/// The tests here prove real PoReps; one at a time keeps each inside the machine's memory and
+/// cores and their timings meaningful.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+    data: PathBuf,
+    log: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Server {
+    /// Starts `cuzk serve` on `data` (kept between restarts) with extra environment.
+    fn start(data: &Path, env: &[(&str, &str)]) -> Server {
+        let port = free_port();
+        let log = data.with_extension(format!("{port}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+            .arg("serve")
+            .env("CUZK_API__LISTEN", format!("127.0.0.1:{port}"))
+            .env("CUZK_JOBS__DATA_DIR", data)
+            .env("CUZK_PROVING__PARAMS_DIR", params_dir())
+            .env("CUZK_LOG", "info")
+            .env_remove("NOTIFY_SOCKET")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("starting cuzk serve");
+        let server = Server {
+            child,
+            port,
+            data: data.to_path_buf(),
+            log,
+        };
+        server.wait_ready();
+        server
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(r) = ureq::get(&self.url("/readyz")).call() {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("cuzk serve did not get ready: {}", self.log_text());
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Any request; 4xx and 5xx come back as answers, not errors.
+    fn call(&self, req: ureq::Request, body: Option<&[u8]>) -> (u16, String, Vec<u8>) {
+        let result = match body {
+            Some(b) => req.send_bytes(b),
+            None => req.call(),
+        };
+        let response = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("HTTP: {e}"),
+        };
+        let status = response.status();
+        let content_type = response.header("content-type").unwrap_or("").to_owned();
+        let mut bytes = Vec::new();
+        response.into_reader().read_to_end(&mut bytes).unwrap();
+        (status, content_type, bytes)
+    }
+
+    fn get(&self, path: &str) -> (u16, String, Vec<u8>) {
+        self.call(ureq::get(&self.url(path)), None)
+    }
+
+    fn get_json(&self, path: &str) -> (u16, Value) {
+        let (status, _, body) = self.get(path);
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    fn submit(&self, body: &Value) -> (u16, Value) {
+        let req = ureq::post(&self.url("/v1/proofs")).set("content-type", "application/json");
+        let (status, _, bytes) = self.call(req, Some(&serde_json::to_vec(body).unwrap()));
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    fn delete(&self, path: &str) -> (u16, Value) {
+        let (status, _, bytes) = self.call(ureq::delete(&self.url(path)), None);
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    /// Long-polls a job until it is final.
+    fn wait_final(&self, id: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            let (status, job) = self.get_json(&format!("/v1/proofs/{id}?wait=30s"));
+            assert_eq!(status, 200, "{job}");
+            if ["done", "failed", "cancelled"].contains(&job["state"].as_str().unwrap()) {
+                return job;
+            }
+            assert!(Instant::now() < deadline, "job {id} did not end: {job}");
+        }
+    }
+
+    fn proof(&self, id: &str) -> Vec<u8> {
+        let (status, content_type, bytes) = self.get(&format!("/v1/proofs/{id}/proof"));
+        assert_eq!(status, 200);
+        assert_eq!(content_type, "application/octet-stream");
+        bytes
+    }
+
+    fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+
+    fn kill9(mut self) -> PathBuf {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.data.clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn porep_body(id: &str) -> Value {
+    json!({
+        "id": id,
+        "kind": "porep-c2",
+        "c1": serde_json::to_value(sealed_c1()).unwrap(),
+        "miner_id": MINER_ID,
+        "sector_number": SECTOR_NUMBER,
+    })
+}
+
+fn verify_porep(proof: &[u8]) {
+    let c1 = sealed_c1();
+    let ok = filecoin_proofs_api::seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        prover_id_from_miner(MINER_ID),
+        SECTOR_NUMBER.into(),
+        c1.ticket,
+        c1.seed,
+        proof,
+    )
+    .unwrap();
+    assert!(ok, "verify_seal rejected the served proof");
+}
+
+/// Two sealed sectors and a WinningPoSt request over them, with its verifier.
+struct Winning {
+    _dir: tempfile::TempDir,
+    sectors: Vec<SealedSector>,
+    request: ProofRequest,
+    randomness: [u8; 32],
+}
+
+fn winning() -> Winning {
+    params_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let sectors: Vec<_> = (1..=2)
+        .map(|i| {
+            let d = dir.path().join(format!("s{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            seal(PROOF, MINER_ID, i, i, false, &d).unwrap()
+        })
+        .collect();
+    let rand = randomness(40);
+    let request = winning_post_request(&sectors, MINER_ID, rand).unwrap();
+    Winning {
+        _dir: dir,
+        sectors,
+        request,
+        randomness: rand,
+    }
+}
+
+impl Winning {
+    fn body(&self, id: &str) -> Value {
+        let mut v = serde_json::to_value(&self.request).unwrap();
+        v["id"] = json!(id);
+        v
+    }
+
+    fn verify(&self, proof: &[u8]) {
+        let (winning, _) = post_proofs(PROOF).unwrap();
+        let ProofRequest::WinningPost(r) = &self.request else {
+            unreachable!()
+        };
+        let challenged = SectorId::from(u64::from_le_bytes(
+            r.vanilla_proofs[0].0[..8].try_into().unwrap(),
+        ));
+        let replicas: BTreeMap<_, _> = self
+            .sectors
+            .iter()
+            .filter(|s| s.sector_id == challenged)
+            .map(|s| (s.sector_id, PublicReplicaInfo::new(winning, s.comm_r)))
+            .collect();
+        let ok = filecoin_proofs_api::post::verify_winning_post(
+            &self.randomness,
+            proof,
+            &replicas,
+            prover_id_from_miner(MINER_ID),
+        )
+        .unwrap();
+        assert!(ok, "verify_winning_post rejected the served proof");
+    }
+}
+
+fn scrape(server: &Server) -> prometheus_parse::Scrape {
+    let (status, content_type, body) = server.get("/metrics");
+    assert_eq!(status, 200);
+    assert!(content_type.starts_with("text/plain"), "{content_type}");
+    let text = String::from_utf8(body).unwrap();
+    prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+        .expect("Prometheus text")
+}
+
+fn sample(scrape: &prometheus_parse::Scrape, name: &str, label: (&str, &str)) -> f64 {
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && s.labels.get(label.0) == Some(label.1))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Counter(v) => v,
+            prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        })
+        .unwrap_or_else(|| panic!("no {name}{{{}={}}}", label.0, label.1))
+}
+
+#[test]
+fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
+    let _serial = one_at_a_time();
+    let winning = winning();
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &[]);
+
+    let (status, job) = server.submit(&porep_body("porep-1"));
+    assert_eq!(status, 202, "{job}");
+    assert_eq!(job["state"], "queued");
+    let (status, job) = server.submit(&winning.body("winning-1"));
+    assert_eq!(status, 202, "{job}");
+
+    // While the PoRep partition is proved, the ledger shows it.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut seen_in_ledger = false;
+    while Instant::now() < deadline && !seen_in_ledger {
+        let m = scrape(&server);
+        seen_in_ledger = sample(&m, "cuzk_ledger_buffers", ("stage", "proving")) == 1.0
+            && sample(&m, "cuzk_ledger_bytes", ("stage", "proving")) > 1e8;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        seen_in_ledger,
+        "the ledger never showed the partition being proved"
+    );
+
+    for id in ["porep-1", "winning-1"] {
+        let job = server.wait_final(id);
+        assert_eq!(job["state"], "done", "{job}");
+        assert!(job["timings"]["prove_s"].as_f64().unwrap() > 0.0, "{job}");
+        assert_eq!(job["progress"]["partitions_done"], 1);
+    }
+    verify_porep(&server.proof("porep-1"));
+    winning.verify(&server.proof("winning-1"));
+
+    let m = scrape(&server);
+    assert_eq!(
+        sample(&m, "cuzk_proofs_verified_total", ("kind", "porep-c2")),
+        1.0
+    );
+    assert_eq!(
+        sample(&m, "cuzk_proofs_verified_total", ("kind", "winning-post")),
+        1.0
+    );
+    assert!(sample(&m, "cuzk_jobs", ("state", "done")) >= 1.0);
+    for stage in ["synthesizing", "synthesized", "proving"] {
+        assert_eq!(sample(&m, "cuzk_ledger_buffers", ("stage", stage)), 0.0);
+        assert_eq!(sample(&m, "cuzk_ledger_bytes", ("stage", stage)), 0.0);
+    }
+    assert!(m
+        .samples
+        .iter()
+        .any(|s| s.metric == "process_resident_memory_bytes"));
+    assert!(m
+        .samples
+        .iter()
+        .any(|s| s.metric == "cuzk_prove_seconds_count" || s.metric == "cuzk_prove_seconds"));
+    let (status, st) = server.get_json("/v1/status");
+    assert_eq!(status, 200);
+    assert_eq!(st["running"], 0, "{st}");
+}
+
+#[test]
+fn idempotency_cancellation_and_problem_json() {
+    let _serial = one_at_a_time();
+    let winning = winning();
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[("CUZK_API__MAX_BODY_BYTES", "1000000")],
+    );
+    let problem = |status: u16, body: &[u8], content_type: &str, expected: (u16, &str)| {
+        assert_eq!(status, expected.0, "{}", String::from_utf8_lossy(body));
+        assert_eq!(content_type, "application/problem+json");
+        let p: Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(p["type"], format!("urn:cuzk:problem:{}", expected.1), "{p}");
+        assert_eq!(p["status"], expected.0);
+        p
+    };
+    let post = |body: &[u8], content_type: &str| {
+        let req = ureq::post(&server.url("/v1/proofs")).set("content-type", content_type);
+        server.call(req, Some(body))
+    };
+    let (s, ct, b) = post(b"{not json", "application/json");
+    problem(s, &b, &ct, (400, "malformed-json"));
+    let (s, ct, b) = post(br#"{"kind":"teleport"}"#, "application/json");
+    let p = problem(s, &b, &ct, (422, "invalid-input"));
+    assert_eq!(p["field"], "kind");
+    let (s, ct, b) = post(&vec![b' '; 2_000_000], "application/json");
+    problem(s, &b, &ct, (413, "body-too-large"));
+    let (s, ct, b) = post(b"{}", "text/plain");
+    problem(s, &b, &ct, (415, "unsupported-media-type"));
+    let mut bad = winning.body("bad-1");
+    bad["vanilla_proofs"][0] = json!("AAAA");
+    let (s, ct, b) = post(&serde_json::to_vec(&bad).unwrap(), "application/json");
+    let p = problem(s, &b, &ct, (422, "invalid-input"));
+    assert_eq!(p["field"], "vanilla_proofs[0]");
+    let (s, ct, b) = server.get("/v1/proofs/nope");
+    problem(s, &b, &ct, (404, "not-found"));
+
+    // A running PoRep, a queued PoRep, and the same id twice.
+    let (status, _) = server.submit(&porep_body("run-1"));
+    assert_eq!(status, 202);
+    let (status, first) = server.submit(&porep_body("queued-1"));
+    assert_eq!(status, 202);
+    let (status, again) = server.submit(&porep_body("queued-1"));
+    assert_eq!(status, 200, "same id, same body: the same job");
+    assert_eq!(again["submitted_at_ms"], first["submitted_at_ms"]);
+    let mut other = porep_body("queued-1");
+    other["sector_number"] = json!(SECTOR_NUMBER + 1);
+    let (status, p) = server.submit(&other);
+    assert_eq!(status, 409, "{p}");
+    assert_eq!(p["type"], "urn:cuzk:problem:id-conflict");
+
+    let (status, job) = server.delete("/v1/proofs/queued-1");
+    assert_eq!(status, 202);
+    assert_eq!(
+        job["state"], "cancelled",
+        "a queued job is cancelled at once"
+    );
+    let (_, running) = server.get_json("/v1/proofs/run-1");
+    assert_eq!(running["state"], "running", "{running}");
+    let (status, _) = server.delete("/v1/proofs/run-1");
+    assert_eq!(status, 202);
+    let job = server.wait_final("run-1");
+    assert_eq!(job["state"], "cancelled", "{job}");
+    let (status, p) = server.delete("/v1/proofs/run-1");
+    assert_eq!(status, 409, "{p}");
+    let (s, ct, b) = server.get("/v1/proofs/run-1/proof");
+    problem(s, &b, &ct, (409, "not-done"));
+    // Nothing is left in flight, and the engine takes new work.
+    let (status, _) = server.submit(&winning.body("after-1"));
+    assert_eq!(status, 202);
+    assert_eq!(server.wait_final("after-1")["state"], "done");
+}
+
+#[test]
+fn a_job_killed_mid_proof_completes_after_restart_and_finished_proofs_survive() {
+    let _serial = one_at_a_time();
+    let winning = winning();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    server.submit(&winning.body("winning-1"));
+    assert_eq!(server.wait_final("winning-1")["state"], "done");
+    let winning_proof = server.proof("winning-1");
+
+    server.submit(&porep_body("porep-1"));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let (_, job) = server.get_json("/v1/proofs/porep-1");
+        if job["progress"]["stage"] == "proving" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never reached proving: {job}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let data = server.kill9();
+
+    let server = Server::start(&data, &[]);
+    assert_eq!(server.proof("winning-1"), winning_proof);
+    let job = server.wait_final("porep-1");
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(job["attempts"], 2, "{job}");
+    verify_porep(&server.proof("porep-1"));
+}
+
+#[test]
+fn notify_socket_gets_ready_status_watchdog_then_stopping() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let socket_path = dir.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut server = Server::start(
+        &dir.path().join("data"),
+        &[
+            ("NOTIFY_SOCKET", socket_path.to_str().unwrap()),
+            ("WATCHDOG_USEC", "1000000"),
+            ("CUZK_SERVICE__STATUS_INTERVAL_SECS", "1"),
+        ],
+    );
+    let mut messages: Vec<String> = Vec::new();
+    let receive_for = |d: Duration, messages: &mut Vec<String>| {
+        let until = Instant::now() + d;
+        let mut buf = [0u8; 512];
+        while Instant::now() < until {
+            if let Ok(n) = socket.recv(&mut buf) {
+                messages.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            }
+        }
+    };
+    receive_for(Duration::from_secs(3), &mut messages);
+    server.signal("TERM");
+    let status = server.child.wait().unwrap();
+    receive_for(Duration::from_millis(500), &mut messages);
+    assert!(status.success(), "exit after SIGTERM: {status}");
+
+    let first = |prefix: &str| {
+        messages
+            .iter()
+            .position(|m| m.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in {messages:?}"))
+    };
+    let (ready, status_line, watchdog, stopping) = (
+        first("READY=1"),
+        first("STATUS="),
+        first("WATCHDOG=1"),
+        first("STOPPING=1"),
+    );
+    assert!(
+        ready < status_line && status_line < watchdog && watchdog < stopping,
+        "{messages:?}"
+    );
+    assert_eq!(ready, 0, "nothing before READY=1: {messages:?}");
+    assert!(messages[status_line].contains("queued"), "{messages:?}");
+}
