@@ -459,8 +459,23 @@ fn notify_socket_gets_ready_status_watchdog_then_stopping() {
             ("NOTIFY_SOCKET", socket_path.to_str().unwrap()),
             ("WATCHDOG_USEC", "1000000"),
             ("CUZK_SERVICE__STATUS_INTERVAL_SECS", "1"),
+            (
+                "CUZK_API__UNIX_SOCKET",
+                dir.path().join("api.sock").to_str().unwrap(),
+            ),
         ],
     );
+    // The API answers on the unix socket too.
+    let mut stream = std::os::unix::net::UnixStream::connect(dir.path().join("api.sock")).unwrap();
+    use std::io::Write;
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: cuzk\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // SIGHUP re-reads the configuration and the service carries on.
+    server.signal("HUP");
     let mut messages: Vec<String> = Vec::new();
     let receive_for = |d: Duration, messages: &mut Vec<String>| {
         let until = Instant::now() + d;
@@ -495,4 +510,32 @@ fn notify_socket_gets_ready_status_watchdog_then_stopping() {
     );
     assert_eq!(ready, 0, "nothing before READY=1: {messages:?}");
     assert!(messages[status_line].contains("queued"), "{messages:?}");
+    assert!(
+        server.log_text().contains("configuration reloaded"),
+        "{}",
+        server.log_text()
+    );
+    assert!(
+        !dir.path().join("api.sock").exists(),
+        "the socket is removed at exit"
+    );
+}
+
+#[test]
+fn finished_jobs_beyond_the_retention_count_are_deleted() {
+    let _serial = one_at_a_time();
+    let winning = winning();
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[("CUZK_JOBS__RETENTION_COUNT", "1")],
+    );
+    for id in ["old-1", "new-1"] {
+        server.submit(&winning.body(id));
+        assert_eq!(server.wait_final(id)["state"], "done");
+    }
+    let (status, _) = server.get_json("/v1/proofs/old-1");
+    assert_eq!(status, 404, "the older job is gone");
+    assert!(!dir.path().join("data/jobs/old-1").exists());
+    winning.verify(&server.proof("new-1"));
 }

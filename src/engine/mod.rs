@@ -565,9 +565,13 @@ impl Inner {
             }
         };
         tracing::info!(id = %ended.id, state = ended.state.as_str(), secs = total, error = ?ended.error, "job ended");
-        let mut st = lock(&self.state);
-        st.running -= 1;
-        self.wake.notify_all();
+        {
+            let mut st = lock(&self.state);
+            st.running -= 1;
+            self.wake.notify_all();
+        }
+        // A finished job may push an older one past the retention count.
+        self.sweep();
     }
 
     /// Proves a running job: every partition, then the verified proof bytes.
