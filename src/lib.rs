@@ -18,6 +18,7 @@ pub mod config;
 pub mod engine;
 pub mod groth16;
 pub mod jobs;
+pub mod memory;
 pub mod metrics;
 pub mod persist;
 pub mod srs;

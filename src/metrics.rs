@@ -23,6 +23,9 @@ pub struct Metrics {
     pub job_seconds: HistogramVec,
     pub proofs_verified: IntCounterVec,
     pub proofs_failed: IntCounterVec,
+    /// The memory budget and the limit it was derived from.
+    pub budget_bytes: prometheus::IntGauge,
+    pub memory_limit_bytes: prometheus::IntGauge,
 }
 
 /// Buckets from 10 ms to about 45 minutes.
@@ -55,7 +58,19 @@ impl Metrics {
                 .expect("unique metric");
             h
         };
+        let plain_gauge = |name: &str, help: &str| {
+            let g = prometheus::IntGauge::new(name, help).expect("valid metric");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric");
+            g
+        };
         let m = Metrics {
+            budget_bytes: plain_gauge("cuzk_memory_budget_bytes", "Bytes the appliance may hold"),
+            memory_limit_bytes: plain_gauge(
+                "cuzk_memory_limit_bytes",
+                "The cgroup or machine limit the budget is derived from",
+            ),
             jobs: gauge("cuzk_jobs", "Jobs known to the service", &["kind", "state"]),
             queue_depth: gauge("cuzk_queue_depth", "Jobs waiting to start", &["kind"]),
             ledger_buffers: gauge(

@@ -337,6 +337,47 @@ fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
     let (status, st) = server.get_json("/v1/status");
     assert_eq!(status, 200);
     assert_eq!(st["running"], 0, "{st}");
+    assert!(st["budget"]["total_bytes"].as_u64().unwrap() > 0, "{st}");
+    assert!(st["budget"]["source"]["kind"].is_string(), "{st}");
+    let budget = m
+        .samples
+        .iter()
+        .find(|s| s.metric == "cuzk_memory_budget_bytes");
+    assert!(budget.is_some_and(|s| matches!(s.value, prometheus_parse::Value::Gauge(v) if v > 0.0)));
+}
+
+#[test]
+fn bad_configuration_is_refused_at_start_with_the_key_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cuzk.toml");
+    std::fs::write(&file, "[api]\nlisten = \"127.0.0.1:1\"\nmax_body = 5\n").unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        Command::new(env!("CARGO_BIN_EXE_cuzk"))
+            .args(args)
+            .envs(env.iter().copied())
+            .env("CUZK_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["serve", "--config", file.to_str().unwrap()][..],
+        &["config", "show", "--config", file.to_str().unwrap()][..],
+    ] {
+        let out = run(args, &[]);
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(err.contains("max_body"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let out = run(&["config", "show"], &[("CUZK_PROVING__WORKERS", "many")]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("proving.workers"), "{}", stderr(&out));
+    let out = run(&["config", "show"], &[("CUZK_PROVING__WORKERS", "3")]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("workers = 3  # environment CUZK_PROVING__WORKERS"),
+        "{shown}"
+    );
 }
 
 #[test]

@@ -29,17 +29,24 @@ pub struct App {
     pub engine: Engine,
     pub metrics: Arc<Metrics>,
     pub settings: Settings,
+    pub budget: crate::memory::Budget,
     pub started: Instant,
     ready: AtomicBool,
     draining: AtomicBool,
 }
 
 impl App {
-    pub fn new(engine: Engine, metrics: Arc<Metrics>, settings: Settings) -> Arc<App> {
+    pub fn new(
+        engine: Engine,
+        metrics: Arc<Metrics>,
+        settings: Settings,
+        budget: crate::memory::Budget,
+    ) -> Arc<App> {
         Arc::new(App {
             engine,
             metrics,
             settings,
+            budget,
             started: Instant::now(),
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),

@@ -21,6 +21,7 @@ pub async fn status(State(app): State<Arc<App>>) -> Response {
         "uptime_s": app.started.elapsed().as_secs_f64(),
         "ready": app.ready(),
         "draining": app.draining(),
+        "budget": app.budget,
         "backend": engine.backend,
         "gpus": [],
         "workers": engine.workers,

@@ -17,6 +17,7 @@ use crate::api::{router, App};
 use crate::config::{self, Settings};
 use crate::engine::{Engine, Limits};
 use crate::jobs::JobStore;
+use crate::memory::{Budget, System};
 use crate::metrics::Metrics;
 use crate::systemd::Notifier;
 
@@ -51,7 +52,21 @@ pub fn run(args: ServeArgs) -> Result<()> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data dir {}", settings.data_dir.display()))?;
     let store = JobStore::open(&settings.data_dir)?;
+    let budget = Budget::detect(
+        &System::default(),
+        settings.budget_bytes,
+        settings.margin_bytes,
+    )
+    .context("reading the memory limits")?;
+    tracing::info!(
+        budget_bytes = budget.total_bytes,
+        limit_bytes = budget.limit_bytes,
+        source = %budget.source,
+        "memory budget"
+    );
     let metrics = Arc::new(Metrics::new());
+    metrics.budget_bytes.set(budget.total_bytes as i64);
+    metrics.memory_limit_bytes.set(budget.limit_bytes as i64);
     let notifier = Notifier::from_env().map(Arc::new);
     let engine = Engine::start(
         store,
@@ -67,7 +82,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(serve(
-        App::new(engine, metrics, settings),
+        App::new(engine, metrics, settings, budget),
         notifier,
         args.config,
     ))

@@ -25,8 +25,27 @@ pub const ENV_PREFIX: &str = "CUZK_";
 pub struct Config {
     pub api: ApiConfig,
     pub jobs: JobsConfig,
+    pub memory: MemoryConfig,
     pub proving: ProvingConfig,
     pub service: ServiceConfig,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Bytes the appliance may hold; 0 derives it from the cgroup limit (or MemTotal).
+    pub budget_bytes: u64,
+    /// Left to the rest of the system when the budget is derived.
+    pub margin_bytes: u64,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            budget_bytes: 0,
+            margin_bytes: 1 << 30,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -120,6 +139,8 @@ pub struct Settings {
     pub max_body_bytes: usize,
     pub max_queued_jobs: usize,
     pub data_dir: PathBuf,
+    pub budget_bytes: u64,
+    pub margin_bytes: u64,
     pub retention: Duration,
     pub retention_count: usize,
     pub params_dir: Option<PathBuf>,
@@ -220,6 +241,8 @@ impl Config {
                 .context("key api.max_body_bytes: too large")?,
             max_queued_jobs: self.api.max_queued_jobs,
             data_dir: self.jobs.data_dir.clone(),
+            budget_bytes: self.memory.budget_bytes,
+            margin_bytes: self.memory.margin_bytes,
             retention: Duration::from_secs(self.jobs.retention_secs),
             retention_count: self.jobs.retention_count,
             params_dir: path_or_none(&self.proving.params_dir),
