@@ -580,3 +580,38 @@ fn finished_jobs_beyond_the_retention_count_are_deleted() {
     assert!(!dir.path().join("data/jobs/old-1").exists());
     winning.verify(&server.proof("new-1"));
 }
+
+#[test]
+fn sigterm_lets_a_running_job_finish_before_exit() {
+    let _serial = one_at_a_time();
+    let winning = winning();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut server = Server::start(&data, &[("CUZK_SERVICE__DRAIN_TIMEOUT_SECS", "300")]);
+    server.submit(&winning.body("drained-1"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.get_json("/v1/proofs/drained-1").1["state"] != "running" {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.signal("TERM");
+    // Draining: not ready, and new work is refused while the running job finishes.
+    while server.get("/readyz").0 != 503 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, p) = server.submit(&winning.body("late-1"));
+    assert_eq!(status, 503, "{p}");
+    let exit = server.child.wait().unwrap();
+    assert!(exit.success(), "{exit}");
+    drop(server);
+
+    let server = Server::start(&data, &[]);
+    let (_, job) = server.get_json("/v1/proofs/drained-1");
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(
+        job["attempts"], 1,
+        "finished before the exit, not re-run: {job}"
+    );
+    winning.verify(&server.proof("drained-1"));
+}
