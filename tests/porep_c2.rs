@@ -53,19 +53,7 @@ fn cli_proves_curio_envelope_and_verify_seal_accepts_it() {
 
     let proof = std::fs::read(&out_path).unwrap();
     assert_eq!(proof.len(), 192);
-    let verify_with_seed = |seed: [u8; 32]| {
-        filecoin_proofs_api::seal::verify_seal(
-            c1.registered_proof,
-            c1.comm_r,
-            c1.comm_d,
-            prover_id_from_miner(MINER_ID),
-            SECTOR_NUMBER.into(),
-            c1.ticket,
-            seed,
-            &proof,
-        )
-        .unwrap()
-    };
+    let verify_with_seed = |seed: [u8; 32]| verify_sealed_porep(&proof, seed);
     assert!(
         verify_with_seed(c1.seed),
         "verify_seal rejected cuzk's proof"

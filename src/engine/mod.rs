@@ -231,19 +231,7 @@ impl Engine {
         if st.queue.len() >= max {
             return Err(SubmitError::QueueFull(max));
         }
-        let record = JobRecord {
-            id: id.into(),
-            kind,
-            state: JobState::Queued,
-            request_sha256: digest,
-            submitted_at_ms: now_ms(),
-            started_at_ms: None,
-            finished_at_ms: None,
-            attempts: 0,
-            progress: Progress::default(),
-            timings: Timings::default(),
-            error: None,
-        };
+        let record = JobRecord::new(id, kind, digest);
         self.inner
             .store
             .create(&record, request)

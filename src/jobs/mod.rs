@@ -96,6 +96,25 @@ pub struct JobRecord {
     pub error: Option<JobError>,
 }
 
+impl JobRecord {
+    /// A job just submitted.
+    pub fn new(id: &str, kind: ProofKind, request_sha256: String) -> Self {
+        JobRecord {
+            id: id.into(),
+            kind,
+            state: JobState::Queued,
+            request_sha256,
+            submitted_at_ms: now_ms(),
+            started_at_ms: None,
+            finished_at_ms: None,
+            attempts: 0,
+            progress: Progress::default(),
+            timings: Timings::default(),
+            error: None,
+        }
+    }
+}
+
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -216,19 +235,7 @@ mod tests {
     use super::*;
 
     fn record(id: &str) -> JobRecord {
-        JobRecord {
-            id: id.into(),
-            kind: ProofKind::WinningPost,
-            state: JobState::Queued,
-            request_sha256: "00".into(),
-            submitted_at_ms: now_ms(),
-            started_at_ms: None,
-            finished_at_ms: None,
-            attempts: 0,
-            progress: Progress::default(),
-            timings: Timings::default(),
-            error: None,
-        }
+        JobRecord::new(id, ProofKind::WinningPost, "00".into())
     }
 
     #[test]

@@ -91,3 +91,19 @@ pub fn assert_identical_to_bellperson(
     assert_eq!(a, b, "{}: not byte-identical to bellperson", job.kind());
     ours
 }
+
+/// filecoin-proofs' verify_seal on a proof of the sealed 2 KiB sector, with `seed`.
+pub fn verify_sealed_porep(proof: &[u8], seed: [u8; 32]) -> bool {
+    let c1 = sealed_c1();
+    filecoin_proofs_api::seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        cuzk::circuits::prover_id_from_miner(MINER_ID),
+        SECTOR_NUMBER.into(),
+        c1.ticket,
+        seed,
+        proof,
+    )
+    .unwrap()
+}
