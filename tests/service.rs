@@ -378,7 +378,10 @@ fn idempotency_cancellation_and_problem_json() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(
         &dir.path().join("data"),
-        &[("CUZK_API__MAX_BODY_BYTES", "1000000")],
+        &[
+            ("CUZK_API__MAX_BODY_BYTES", "1000000"),
+            ("CUZK_API__MAX_QUEUED_JOBS", "1"),
+        ],
     );
     let problem = |status: u16, body: &[u8], content_type: &str, expected: (u16, &str)| {
         assert_eq!(status, expected.0, "{}", String::from_utf8_lossy(body));
@@ -422,6 +425,10 @@ fn idempotency_cancellation_and_problem_json() {
     let (status, p) = server.submit(&other);
     assert_eq!(status, 409, "{p}");
     assert_eq!(p["type"], "urn:cuzk:problem:id-conflict");
+
+    let (status, p) = server.submit(&winning.body("overflow-1"));
+    assert_eq!(status, 429, "one job queued is the maximum: {p}");
+    assert_eq!(p["type"], "urn:cuzk:problem:queue-full");
 
     let (status, job) = server.delete("/v1/proofs/queued-1");
     assert_eq!(status, 202);

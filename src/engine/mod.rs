@@ -71,8 +71,10 @@ struct Job {
 
 #[derive(Default)]
 struct State {
-    /// (priority, sequence, id): the smallest starts first.
+    /// (priority, sequence, id): the smallest starts first. Entries of jobs cancelled while
+    /// queued stay until popped; `queued` is the true count.
     queue: BinaryHeap<Reverse<(u8, u64, String)>>,
+    queued: usize,
     jobs: HashMap<String, Arc<Job>>,
     running: usize,
     draining: bool,
@@ -171,6 +173,7 @@ impl Engine {
                     st.seq += 1;
                     let key = (priority(record.kind), st.seq, record.id.clone());
                     st.queue.push(Reverse(key));
+                    st.queued += 1;
                     let kind = record.kind.as_str();
                     inner.metrics.queue_depth.with_label_values(&[kind]).inc();
                 }
@@ -183,11 +186,7 @@ impl Engine {
                 };
                 st.jobs.insert(job.id(), Arc::new(job));
             }
-            tracing::info!(
-                jobs = st.jobs.len(),
-                queued = st.queue.len(),
-                "job store loaded"
-            );
+            tracing::info!(jobs = st.jobs.len(), queued = st.queued, "job store loaded");
         }
         let engine = Engine { inner };
         let looped = engine.clone();
@@ -228,7 +227,7 @@ impl Engine {
             return Err(SubmitError::Draining);
         }
         let max = lock(&self.inner.limits).max_queued_jobs;
-        if st.queue.len() >= max {
+        if st.queued >= max {
             return Err(SubmitError::QueueFull(max));
         }
         let record = JobRecord::new(id, kind, digest);
@@ -239,6 +238,7 @@ impl Engine {
         st.seq += 1;
         let key = (priority(kind), st.seq, id.to_owned());
         st.queue.push(Reverse(key));
+        st.queued += 1;
         let (changes, _) = watch::channel(record.clone());
         st.jobs.insert(
             id.into(),
@@ -289,7 +289,9 @@ impl Engine {
             JobState::Queued => {
                 // The queue entry stays; the engine loop skips jobs that are no longer queued.
                 // The state lock is held until the record says so.
+                let mut st = st;
                 let record = self.inner.finish(&job, JobState::Cancelled, None);
+                st.queued -= 1;
                 drop(st);
                 let kind = record.kind.as_str();
                 self.inner
@@ -405,6 +407,7 @@ impl Engine {
                 if lock(&job.record).state != JobState::Queued {
                     continue; // cancelled while queued
                 }
+                st.queued -= 1;
                 st.running += 1;
                 let engine = self.clone();
                 let spawned = std::thread::Builder::new()
