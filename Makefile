@@ -1,0 +1,26 @@
+# Packages: `make packages` builds target/debian/*.deb and target/generate-rpm/*.rpm.
+# `make check-packages` runs lintian; `make install-test` installs, upgrades and purges the .deb on
+# this machine (root; see packaging/install-test.sh). Needs cargo-deb and cargo-generate-rpm
+# (`make tools`).
+
+.PHONY: packages deb rpm build tools check-packages install-test
+
+packages: deb rpm
+
+build:
+	cargo build --release --locked
+
+deb: build
+	cargo deb --no-build
+
+rpm: build
+	cargo generate-rpm
+
+tools:
+	cargo install --locked cargo-deb cargo-generate-rpm
+
+check-packages: deb
+	lintian --fail-on error --suppress-tags no-manual-page target/debian/cuzk-appliance_*.deb
+
+install-test: deb
+	packaging/install-test.sh
