@@ -19,8 +19,10 @@ rpm: build
 tools:
 	cargo install --locked cargo-deb cargo-generate-rpm
 
-check-packages: deb
+check-packages: deb rpm
 	lintian --fail-on error --suppress-tags no-manual-page target/debian/cuzk-appliance_*.deb
+	rpm -qp --configfiles target/generate-rpm/cuzk-appliance-*.rpm | grep -qx /etc/cuzk/cuzk.toml
+	rpm -qpl target/generate-rpm/cuzk-appliance-*.rpm | grep -qx /usr/lib/systemd/system/cuzk.service
 
 install-test: deb
 	packaging/install-test.sh
