@@ -7,6 +7,7 @@
 //! It knows nothing of HTTP. Memory budgeting and the reactive dispatcher replace the simple
 //! worker count here (the engine issue); the interface to the API stays.
 
+pub mod dispatch;
 mod ledger;
 
 pub use ledger::{Ledger, LedgerEntry, Stage};

@@ -1,0 +1,385 @@
+//! The reactive dispatcher: decides which partition starts synthesis next. A partition starts
+//! only when (1) its memory reservation fits in what is left of the budget and (2) the number of
+//! partitions holding memory ahead of the GPU (synthesizing, synthesized, queued for the GPU) is
+//! under the configured depth. Nothing is admitted speculatively: at start-up at most `depth`
+//! partitions hold memory, however many are queued.
+//!
+//! Order: the highest priority first (WinningPoSt, then WindowPoSt, then SnapDeals and PoRep),
+//! FIFO within a priority; partitions of several jobs interleave in that order. A partition that
+//! does not fit blocks those behind it (no smaller job jumps the queue and starves it).
+//!
+//! Pure state, no threads and no clock: the engine drives it, and so does the simulation test.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// One partition waiting to start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Work<T> {
+    /// 0 is the most urgent.
+    pub priority: u8,
+    /// Bytes to reserve before synthesis starts (estimated from the circuit's shape).
+    pub bytes: u64,
+    pub item: T,
+}
+
+#[derive(Debug)]
+struct Queued<T> {
+    key: Reverse<(u8, u64)>,
+    work: Work<T>,
+}
+
+impl<T> PartialEq for Queued<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl<T> Eq for Queued<T> {}
+impl<T> PartialOrd for Queued<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Queued<T> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+/// Why the head of the queue waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocked {
+    Empty,
+    Depth,
+    Budget,
+}
+
+#[derive(Debug)]
+pub struct Dispatcher<T> {
+    budget: u64,
+    depth: usize,
+    reserved: u64,
+    ahead_of_gpu: usize,
+    seq: u64,
+    queue: BinaryHeap<Queued<T>>,
+}
+
+impl<T> Dispatcher<T> {
+    pub fn new(budget: u64, depth: usize) -> Self {
+        Dispatcher {
+            budget,
+            depth: depth.max(1),
+            reserved: 0,
+            ahead_of_gpu: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+        }
+    }
+
+    /// Queues a partition. One larger than the whole budget can never start: refused.
+    pub fn enqueue(&mut self, work: Work<T>) -> Result<(), Work<T>> {
+        if work.bytes > self.budget {
+            return Err(work);
+        }
+        self.seq += 1;
+        self.queue.push(Queued {
+            key: Reverse((work.priority, self.seq)),
+            work,
+        });
+        Ok(())
+    }
+
+    /// The next partition allowed to start synthesis, its reservation taken; or why none is.
+    pub fn admit(&mut self) -> Result<Work<T>, Blocked> {
+        let head = self.queue.peek().ok_or(Blocked::Empty)?;
+        if self.ahead_of_gpu >= self.depth {
+            return Err(Blocked::Depth);
+        }
+        if self.reserved + head.work.bytes > self.budget {
+            return Err(Blocked::Budget);
+        }
+        let work = self.queue.pop().expect("peeked").work;
+        self.reserved += work.bytes;
+        self.ahead_of_gpu += 1;
+        Ok(work)
+    }
+
+    /// A partition reached the GPU: it no longer counts ahead of it (its memory still does).
+    pub fn on_gpu(&mut self) {
+        self.ahead_of_gpu = self.ahead_of_gpu.saturating_sub(1);
+    }
+
+    /// A partition ended before reaching the GPU (error, cancellation).
+    pub fn abandoned(&mut self, bytes: u64) {
+        self.on_gpu();
+        self.release(bytes);
+    }
+
+    /// Bytes of a reservation given back (all of it, or the part already freed).
+    pub fn release(&mut self, bytes: u64) {
+        self.reserved = self.reserved.saturating_sub(bytes);
+    }
+
+    /// Removes queued partitions matching `drop` (a cancelled job's).
+    pub fn remove(&mut self, mut drop: impl FnMut(&T) -> bool) -> usize {
+        let before = self.queue.len();
+        self.queue.retain(|q| !drop(&q.work.item));
+        before - self.queue.len()
+    }
+
+    pub fn reserved(&self) -> u64 {
+        self.reserved
+    }
+
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    pub fn ahead_of_gpu(&self) -> usize {
+        self.ahead_of_gpu
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+#[cfg(test)]
+mod simulation {
+    //! The dispatcher under a virtual clock: synthesis workers and one GPU with fixed stage
+    //! durations, partitions of fixed sizes. Time is in abstract units.
+
+    use super::*;
+
+    const PO_REP: u8 = 2;
+    const WINNING: u8 = 0;
+
+    #[derive(Clone, Debug, PartialEq)]
+    struct Part {
+        job: &'static str,
+        index: usize,
+        synth: u64,
+        gpu: u64,
+        bytes: u64,
+    }
+
+    #[derive(Default)]
+    struct Trace {
+        /// (time, job, index) of each synthesis start.
+        starts: Vec<(u64, &'static str, usize)>,
+        gpu_busy: Vec<(u64, u64)>,
+        max_reserved: u64,
+        max_ahead: usize,
+    }
+
+    /// Runs until every partition is proved or `until`; returns the trace.
+    fn run(
+        d: &mut Dispatcher<Part>,
+        synth_workers: usize,
+        mut arrivals: Vec<(u64, Work<Part>)>,
+        until: u64,
+    ) -> Trace {
+        let mut trace = Trace::default();
+        let mut now = 0;
+        let mut synthesizing: Vec<(u64, Part)> = Vec::new(); // (done at, part)
+        let mut gpu_queue: Vec<(u8, u64, Part)> = Vec::new(); // (priority, order, part)
+        let mut gpu: Option<(u64, Part)> = None;
+        let mut order = 0;
+        arrivals.sort_by_key(|(t, _)| *t);
+        let mut arrivals = arrivals.into_iter().peekable();
+        while now <= until {
+            while arrivals.peek().is_some_and(|(t, _)| *t <= now) {
+                let (_, w) = arrivals.next().unwrap();
+                d.enqueue(w).unwrap();
+            }
+            // GPU finishes: the partition's memory is released.
+            if let Some((done, part)) = gpu.take() {
+                if done <= now {
+                    d.release(part.bytes);
+                } else {
+                    gpu = Some((done, part));
+                }
+            }
+            // Synthesis finishes: to the GPU queue (still ahead of the GPU).
+            let (finished, running): (Vec<_>, Vec<_>) =
+                synthesizing.drain(..).partition(|(done, _)| *done <= now);
+            synthesizing = running;
+            for (_, part) in finished {
+                order += 1;
+                let priority = if part.job.starts_with("winning") {
+                    WINNING
+                } else {
+                    PO_REP
+                };
+                gpu_queue.push((priority, order, part));
+            }
+            // The GPU takes the most urgent synthesized partition.
+            if gpu.is_none() && !gpu_queue.is_empty() {
+                gpu_queue.sort_by_key(|(p, o, _)| (*p, *o));
+                let (_, _, part) = gpu_queue.remove(0);
+                d.on_gpu();
+                trace.gpu_busy.push((now, now + part.gpu));
+                gpu = Some((now + part.gpu, part));
+            }
+            // Admission, as long as a synthesis worker is free.
+            while synthesizing.len() < synth_workers {
+                match d.admit() {
+                    Ok(w) => {
+                        trace.starts.push((now, w.item.job, w.item.index));
+                        synthesizing.push((now + w.item.synth, w.item));
+                    }
+                    Err(_) => break,
+                }
+            }
+            trace.max_reserved = trace.max_reserved.max(d.reserved());
+            trace.max_ahead = trace.max_ahead.max(d.ahead_of_gpu());
+            assert!(d.reserved() <= d.budget(), "over budget at {now}");
+            let idle = synthesizing.is_empty() && gpu.is_none() && gpu_queue.is_empty();
+            if idle && d.queued() == 0 && arrivals.peek().is_none() {
+                break;
+            }
+            now += 1;
+        }
+        trace
+    }
+
+    fn porep(job: &'static str, partitions: usize) -> Vec<(u64, Work<Part>)> {
+        (0..partitions)
+            .map(|index| {
+                let part = Part {
+                    job,
+                    index,
+                    synth: 40,
+                    gpu: 10,
+                    bytes: 14,
+                };
+                (
+                    0,
+                    Work {
+                        priority: PO_REP,
+                        bytes: part.bytes,
+                        item: part,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn start_up_admits_at_most_depth_and_never_exceeds_the_budget() {
+        // Room in the budget for 7 partitions, depth 3: three start, not seven.
+        let mut d = Dispatcher::new(100, 3);
+        let mut arrivals = porep("a", 10);
+        arrivals.extend(porep("b", 10));
+        let trace = run(&mut d, 8, arrivals, 10_000);
+        let at_zero = trace.starts.iter().filter(|(t, ..)| *t == 0).count();
+        assert_eq!(at_zero, 3, "start-up burst: {:?}", &trace.starts[..5]);
+        assert!(trace.max_ahead <= 3);
+        assert!(trace.max_reserved <= 100);
+        assert_eq!(trace.starts.len(), 20, "every partition ran");
+        assert_eq!(d.reserved(), 0, "all reservations returned");
+    }
+
+    #[test]
+    fn the_budget_holds_when_it_is_tighter_than_depth() {
+        // Depth would allow 8, the budget only 2 partitions of 14.
+        let mut d = Dispatcher::new(30, 8);
+        let trace = run(&mut d, 8, porep("a", 10), 10_000);
+        assert_eq!(trace.max_reserved, 28);
+        assert_eq!(trace.starts.len(), 10);
+    }
+
+    #[test]
+    fn the_gpu_stays_busy_in_steady_state() {
+        // Synthesis takes 4x the GPU time; 5 workers and depth 6 keep the GPU fed.
+        let mut d = Dispatcher::new(1000, 6);
+        let mut arrivals = Vec::new();
+        for job in ["a", "b", "c", "d", "e", "f"] {
+            arrivals.extend(porep(job, 10));
+        }
+        let trace = run(&mut d, 5, arrivals, 100_000);
+        // Steady state: from the first GPU start to the last GPU end.
+        let first = trace.gpu_busy.first().unwrap().0;
+        let last = trace.gpu_busy.last().unwrap().1;
+        let busy: u64 = trace.gpu_busy.iter().map(|(a, b)| b - a).sum();
+        let idle_fraction = 1.0 - busy as f64 / (last - first) as f64;
+        assert!(
+            idle_fraction < 0.25,
+            "GPU idle {idle_fraction:.2} of the time"
+        );
+    }
+
+    #[test]
+    fn winning_post_behind_twenty_porep_partitions_starts_within_one_partition_time() {
+        let mut d = Dispatcher::new(1000, 4);
+        let mut arrivals = porep("a", 10);
+        arrivals.extend(porep("b", 10));
+        let winning = Part {
+            job: "winning",
+            index: 0,
+            synth: 2,
+            gpu: 2,
+            bytes: 1,
+        };
+        let submitted = 25;
+        arrivals.push((
+            submitted,
+            Work {
+                priority: WINNING,
+                bytes: 1,
+                item: winning,
+            },
+        ));
+        let trace = run(&mut d, 4, arrivals, 100_000);
+        let started = trace
+            .starts
+            .iter()
+            .find(|(_, job, _)| *job == "winning")
+            .expect("the WinningPoSt ran")
+            .0;
+        // One PoRep partition's time: synthesis + GPU.
+        assert!(
+            started - submitted <= 40 + 10,
+            "waited {}",
+            started - submitted
+        );
+        let before: usize = trace
+            .starts
+            .iter()
+            .filter(|(t, j, _)| *t < started && *j != "winning")
+            .count();
+        assert!(
+            before < 20,
+            "it did not wait for the queue: {before} PoRep partitions started first"
+        );
+    }
+
+    #[test]
+    fn a_partition_larger_than_the_budget_is_refused_and_cancelled_work_removed() {
+        let mut d = Dispatcher::new(10, 2);
+        assert!(d
+            .enqueue(Work {
+                priority: 2,
+                bytes: 11,
+                item: "big"
+            })
+            .is_err());
+        d.enqueue(Work {
+            priority: 2,
+            bytes: 4,
+            item: "a",
+        })
+        .unwrap();
+        d.enqueue(Work {
+            priority: 2,
+            bytes: 4,
+            item: "b",
+        })
+        .unwrap();
+        assert_eq!(d.remove(|i| *i == "a"), 1);
+        assert_eq!(d.admit().unwrap().item, "b");
+        assert_eq!(d.admit().unwrap_err(), Blocked::Empty);
+        d.abandoned(4);
+        assert_eq!((d.reserved(), d.ahead_of_gpu()), (0, 0));
+    }
+}
