@@ -25,14 +25,14 @@ awk -v e="$exposure" 'BEGIN { exit !(e < 3.0) }' || fail "exposure $exposure is 
 test -L /etc/systemd/system/multi-user.target.wants/cuzk.service || fail "the unit is not enabled"
 
 # An edited conffile survives an upgrade.
-sed -i 's/^# workers = 1$/workers = 2/' /etc/cuzk/cuzk.toml
-grep -q '^workers = 2$' /etc/cuzk/cuzk.toml || fail "could not edit the conffile"
+sed -i 's/^# workers = 2$/workers = 3/' /etc/cuzk/cuzk.toml
+grep -q '^workers = 3$' /etc/cuzk/cuzk.toml || fail "could not edit the conffile"
 version=$(dpkg-deb -f "$deb" Version)
 cargo deb --no-build --deb-version "${version}+upgrade" --output target/debian/upgrade.deb >/dev/null
 dpkg -i target/debian/upgrade.deb
 [ "$(dpkg-query -W -f '${Version}' cuzk-appliance)" = "${version}+upgrade" ] || fail "upgrade not installed"
-grep -q '^workers = 2$' /etc/cuzk/cuzk.toml || fail "the edited conffile was replaced on upgrade"
-runuser -u cuzk -- cuzk config show | grep -q '^workers = 2  # /etc/cuzk/cuzk.toml' || fail "edited value not in effect"
+grep -q '^workers = 3$' /etc/cuzk/cuzk.toml || fail "the edited conffile was replaced on upgrade"
+runuser -u cuzk -- cuzk config show | grep -q '^workers = 3  # /etc/cuzk/cuzk.toml' || fail "edited value not in effect"
 
 # Purge leaves nothing behind.
 dpkg --purge cuzk-appliance

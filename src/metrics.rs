@@ -26,6 +26,10 @@ pub struct Metrics {
     /// The memory budget and the limit it was derived from.
     pub budget_bytes: prometheus::IntGauge,
     pub memory_limit_bytes: prometheus::IntGauge,
+    /// Budget bytes held by partition reservations now (set when scraped).
+    pub reserved_bytes: prometheus::IntGauge,
+    /// Partitions waiting for memory or depth to start synthesis (set when scraped).
+    pub partitions_waiting: prometheus::IntGauge,
 }
 
 /// Buckets from 10 ms to about 45 minutes.
@@ -70,6 +74,14 @@ impl Metrics {
             memory_limit_bytes: plain_gauge(
                 "cuzk_memory_limit_bytes",
                 "The cgroup or machine limit the budget is derived from",
+            ),
+            reserved_bytes: plain_gauge(
+                "cuzk_memory_reserved_bytes",
+                "Budget bytes held by partition reservations",
+            ),
+            partitions_waiting: plain_gauge(
+                "cuzk_partitions_waiting",
+                "Partitions waiting for memory or depth to start synthesis",
             ),
             jobs: gauge("cuzk_jobs", "Jobs known to the service", &["kind", "state"]),
             queue_depth: gauge("cuzk_queue_depth", "Jobs waiting to start", &["kind"]),

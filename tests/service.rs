@@ -267,6 +267,19 @@ fn sample(scrape: &prometheus_parse::Scrape, name: &str, label: (&str, &str)) ->
         .unwrap_or_else(|| panic!("no {name}{{{}={}}}", label.0, label.1))
 }
 
+/// A series without labels.
+fn plain(scrape: &prometheus_parse::Scrape, name: &str) -> f64 {
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name)
+        .map(|s| match s.value {
+            prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        })
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
 #[test]
 fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
     let _serial = one_at_a_time();
@@ -286,7 +299,8 @@ fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
     while Instant::now() < deadline && !seen_in_ledger {
         let m = scrape(&server);
         seen_in_ledger = sample(&m, "cuzk_ledger_buffers", ("stage", "proving")) == 1.0
-            && sample(&m, "cuzk_ledger_bytes", ("stage", "proving")) > 1e8;
+            && sample(&m, "cuzk_ledger_bytes", ("stage", "proving")) > 1e8
+            && plain(&m, "cuzk_memory_reserved_bytes") > 1e8;
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(
@@ -317,6 +331,11 @@ fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
         assert_eq!(sample(&m, "cuzk_ledger_buffers", ("stage", stage)), 0.0);
         assert_eq!(sample(&m, "cuzk_ledger_bytes", ("stage", stage)), 0.0);
     }
+    assert_eq!(
+        plain(&m, "cuzk_memory_reserved_bytes"),
+        0.0,
+        "reservations returned"
+    );
     assert!(m
         .samples
         .iter()
@@ -381,6 +400,7 @@ fn idempotency_cancellation_and_problem_json() {
         &[
             ("CUZK_API__MAX_BODY_BYTES", "1000000"),
             ("CUZK_API__MAX_QUEUED_JOBS", "1"),
+            ("CUZK_PROVING__WORKERS", "1"),
         ],
     );
     let problem = |status: u16, body: &[u8], content_type: &str, expected: (u16, &str)| {

@@ -28,6 +28,7 @@ pub async fn status(State(app): State<Arc<App>>) -> Response {
         "running": engine.running,
         "queued": engine.queued,
         "ledger": engine.ledger,
+        "pipeline": engine.pipeline,
         "caches": { "parameters_loaded": engine.parameters_loaded },
         "data_dir": app.settings.data_dir,
         "params_dir": app.settings.params_dir,
@@ -59,6 +60,13 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Result<Response, Problem> {
 }
 
 pub async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let pipeline = app.engine.status().pipeline;
+    app.metrics
+        .reserved_bytes
+        .set(pipeline.reserved_bytes as i64);
+    app.metrics
+        .partitions_waiting
+        .set(pipeline.waiting_partitions as i64);
     (
         [(
             header::CONTENT_TYPE,

@@ -15,6 +15,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::api::{router, App};
 use crate::config::{self, Settings};
+use crate::engine::pipeline::Pipeline;
 use crate::engine::{Engine, Limits};
 use crate::jobs::JobStore;
 use crate::memory::{Budget, System};
@@ -68,9 +69,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
     metrics.budget_bytes.set(budget.total_bytes as i64);
     metrics.memory_limit_bytes.set(budget.limit_bytes as i64);
     let notifier = Notifier::from_env().map(Arc::new);
+    let pipeline = Pipeline::new(budget.total_bytes, settings.depth, settings.provers);
     let engine = Engine::start(
         store,
         metrics.clone(),
+        pipeline,
         settings.workers,
         limits(&settings),
         notifier.clone(),

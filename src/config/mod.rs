@@ -78,8 +78,12 @@ pub struct ProvingConfig {
     /// Directory of Groth16 .params/.vk files ("" for filecoin-proofs' default:
     /// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters).
     pub params_dir: String,
-    /// Jobs proved at once.
+    /// Jobs in progress at once; their partitions share the memory budget and the prover.
     pub workers: usize,
+    /// Partitions holding memory ahead of the prover (synthesizing or waiting for it).
+    pub depth: usize,
+    /// Partitions proved at once.
+    pub provers: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -117,7 +121,9 @@ impl Default for ProvingConfig {
     fn default() -> Self {
         ProvingConfig {
             params_dir: String::new(),
-            workers: 1,
+            workers: 2,
+            depth: 2,
+            provers: 1,
         }
     }
 }
@@ -145,6 +151,8 @@ pub struct Settings {
     pub retention_count: usize,
     pub params_dir: Option<PathBuf>,
     pub workers: usize,
+    pub depth: usize,
+    pub provers: usize,
     pub drain_timeout: Duration,
     pub status_interval: Duration,
 }
@@ -223,6 +231,8 @@ impl Config {
         positive("api.max_queued_jobs", self.api.max_queued_jobs as u64)?;
         positive("jobs.retention_count", self.jobs.retention_count as u64)?;
         positive("proving.workers", self.proving.workers as u64)?;
+        positive("proving.depth", self.proving.depth as u64)?;
+        positive("proving.provers", self.proving.provers as u64)?;
         positive(
             "service.status_interval_secs",
             self.service.status_interval_secs,
@@ -247,6 +257,8 @@ impl Config {
             retention_count: self.jobs.retention_count,
             params_dir: path_or_none(&self.proving.params_dir),
             workers: self.proving.workers,
+            depth: self.proving.depth,
+            provers: self.proving.provers,
             drain_timeout: Duration::from_secs(self.service.drain_timeout_secs),
             status_interval: Duration::from_secs(self.service.status_interval_secs),
         })
@@ -312,7 +324,7 @@ mod tests {
         let shown = loaded.show().unwrap();
         assert!(shown.contains("listen = \"127.0.0.1:1\"  # "), "{shown}");
         assert!(shown.contains("cuzk.toml"), "{shown}");
-        assert!(shown.contains("workers = 1  # default"), "{shown}");
+        assert!(shown.contains("workers = 2  # default"), "{shown}");
         loaded.config.settings().unwrap();
     }
 

@@ -9,6 +9,7 @@
 
 pub mod dispatch;
 mod ledger;
+pub mod pipeline;
 
 pub use ledger::{Ledger, LedgerEntry, Stage};
 
@@ -86,6 +87,7 @@ struct Inner {
     store: JobStore,
     metrics: Arc<Metrics>,
     ledger: Ledger,
+    pipeline: Arc<pipeline::Pipeline>,
     workers: usize,
     limits: Mutex<Limits>,
     state: Mutex<State>,
@@ -117,6 +119,7 @@ pub struct EngineStatus {
     pub draining: bool,
     pub queued: HashMap<ProofKind, usize>,
     pub ledger: Vec<ledger::StageCount>,
+    pub pipeline: pipeline::PipelineStatus,
     pub parameters_loaded: Vec<PathBuf>,
     pub backend: &'static str,
 }
@@ -142,6 +145,7 @@ impl Engine {
     pub fn start(
         store: JobStore,
         metrics: Arc<Metrics>,
+        pipeline: Arc<pipeline::Pipeline>,
         workers: usize,
         limits: Limits,
         notifier: Option<Arc<Notifier>>,
@@ -149,6 +153,7 @@ impl Engine {
     ) -> Result<Engine> {
         let inner = Arc::new(Inner {
             ledger: Ledger::new(metrics.clone()),
+            pipeline,
             store,
             metrics,
             workers,
@@ -333,6 +338,7 @@ impl Engine {
             draining: st.draining,
             queued,
             ledger: self.inner.ledger.snapshot(),
+            pipeline: self.inner.pipeline.snapshot(),
             parameters_loaded,
             backend: "cpu",
         }
@@ -451,6 +457,25 @@ impl From<CircuitError> for Ending {
             detail: e.to_string(),
         })
     }
+}
+
+fn refused(e: pipeline::Refused) -> Ending {
+    match e {
+        pipeline::Refused::Cancelled => Ending::Cancelled,
+        pipeline::Refused::TooLarge { .. } => Ending::Failed(JobError {
+            kind: "over-budget".into(),
+            detail: format!("a partition of this job cannot fit in memory: {e}"),
+        }),
+    }
+}
+
+/// Bytes one partition holds from synthesis to the end of proving, from the circuit's shape as
+/// its parameters give it: a, b, c over the domain and the H quotient (4 domain-sized vectors),
+/// and the witness with its MSM scalars (3 per variable), 32 bytes each.
+pub fn partition_bytes(srs: &Srs) -> u64 {
+    let domain = srs.h.len() as u64 + 1;
+    let variables = (srs.vk.ic.len() + srs.l.len()) as u64;
+    32 * (4 * domain + 3 * variables)
 }
 
 fn internal(detail: impl Into<String>) -> Ending {
@@ -584,9 +609,16 @@ impl Inner {
         });
         let srs = self.srs_for(&proof_job.params_path())?;
         let kind = proof_job.kind().as_str();
+        let urgency = priority(proof_job.kind());
+        let estimate = partition_bytes(&srs);
         let mut proofs = Vec::with_capacity(partitions);
         let (mut synthesis_s, mut prove_s) = (0.0, 0.0);
         for k in 0..partitions {
+            self.stage(job, "waiting-for-memory")?;
+            let mut reservation = self
+                .pipeline
+                .admit(urgency, estimate, &job.cancel)
+                .map_err(refused)?;
             self.stage(job, "synthesis")?;
             let entry = self.ledger.enter(Stage::Synthesizing, 0);
             let start = Instant::now();
@@ -598,7 +630,20 @@ impl Inner {
                 .with_label_values(&[kind])
                 .observe(secs);
             let entry = entry.move_to(Stage::Synthesized, synth.heap_bytes());
+            if k == 0 {
+                tracing::info!(
+                    id = %id,
+                    estimated_bytes = estimate,
+                    synthesized_bytes = synth.heap_bytes(),
+                    "partition reservation: estimate and synthesized size"
+                );
+            }
 
+            self.stage(job, "waiting-for-prover")?;
+            let slot = self
+                .pipeline
+                .prover(urgency, &mut reservation, &job.cancel)
+                .map_err(refused)?;
             self.stage(job, "proving")?;
             let entry = entry.move_to(Stage::Proving, synth.heap_bytes());
             let (proof, timings) = prove(
@@ -609,7 +654,7 @@ impl Inner {
                 Scalar::random(&mut OsRng),
             )
             .map_err(|e| internal(format!("partition {k}: {e}")))?;
-            drop(entry);
+            drop((entry, slot, reservation));
             let secs = timings.total.as_secs_f64();
             prove_s += secs;
             self.metrics

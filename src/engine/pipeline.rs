@@ -1,0 +1,294 @@
+//! The gates every partition passes, shared by all running jobs: admission to synthesis (the
+//! [`Dispatcher`]: memory reservation + depth ahead of the prover) and the prover itself (one
+//! partition per prover slot, the most urgent first). Job threads block here; a [`Reservation`]
+//! holds budget bytes until dropped, on success, error and cancellation alike.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::dispatch::{Dispatcher, Work};
+
+/// How often a blocked partition looks at its job's cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(100);
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Refused {
+    #[error("cancelled")]
+    Cancelled,
+    #[error("{bytes} bytes needed, the memory budget is {budget} bytes")]
+    TooLarge { bytes: u64, budget: u64 },
+}
+
+struct State {
+    dispatcher: Dispatcher<u64>,
+    /// Tickets admitted by the dispatcher, not yet picked up by their threads.
+    admitted: HashSet<u64>,
+    next_ticket: u64,
+    /// Bytes held outside the dispatcher's partitions (parameter sets).
+    held: u64,
+    provers_free: usize,
+    /// (priority, arrival, ticket) waiting for a prover.
+    prover_queue: BinaryHeap<Reverse<(u8, u64, u64)>>,
+    granted: HashSet<u64>,
+}
+
+pub struct Pipeline {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// Budget bytes held for one partition (or one parameter set).
+pub struct Reservation {
+    pipeline: Arc<Pipeline>,
+    bytes: u64,
+    /// Still counted ahead of the prover (a partition that has not reached it).
+    ahead: bool,
+    held: bool,
+}
+
+/// The prover, for one partition.
+pub struct ProverSlot {
+    pipeline: Arc<Pipeline>,
+}
+
+impl Pipeline {
+    pub fn new(budget: u64, depth: usize, provers: usize) -> Arc<Self> {
+        Arc::new(Pipeline {
+            state: Mutex::new(State {
+                dispatcher: Dispatcher::new(budget, depth),
+                admitted: HashSet::new(),
+                next_ticket: 0,
+                held: 0,
+                provers_free: provers.max(1),
+                prover_queue: BinaryHeap::new(),
+                granted: HashSet::new(),
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Admits what the dispatcher allows now; wakes the waiters.
+    fn pump(&self, st: &mut State) {
+        while let Ok(work) = st.dispatcher.admit() {
+            st.admitted.insert(work.item);
+        }
+        self.changed.notify_all();
+    }
+
+    /// Blocks until a partition of `bytes` may start synthesis (priority 0 first).
+    pub fn admit(
+        self: &Arc<Self>,
+        priority: u8,
+        bytes: u64,
+        cancelled: &AtomicBool,
+    ) -> Result<Reservation, Refused> {
+        let mut st = self.lock();
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        let budget = st.dispatcher.budget();
+        if st
+            .dispatcher
+            .enqueue(Work {
+                priority,
+                bytes,
+                item: ticket,
+            })
+            .is_err()
+        {
+            return Err(Refused::TooLarge { bytes, budget });
+        }
+        self.pump(&mut st);
+        loop {
+            if st.admitted.remove(&ticket) {
+                return Ok(Reservation {
+                    pipeline: self.clone(),
+                    bytes,
+                    ahead: true,
+                    held: false,
+                });
+            }
+            if cancelled.load(Ordering::SeqCst) {
+                st.dispatcher.remove(|t| *t == ticket);
+                if st.admitted.remove(&ticket) {
+                    st.dispatcher.abandoned(bytes);
+                    self.pump(&mut st);
+                }
+                return Err(Refused::Cancelled);
+            }
+            st = self
+                .changed
+                .wait_timeout(st, CANCEL_POLL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Holds `bytes` of the budget outside the partition queue (a parameter set), if they fit.
+    pub fn hold(self: &Arc<Self>, bytes: u64) -> Result<Reservation, Refused> {
+        let mut st = self.lock();
+        let budget = st.dispatcher.budget();
+        if st.dispatcher.reserved() + bytes > budget {
+            return Err(Refused::TooLarge { bytes, budget });
+        }
+        // Counted as reserved so that admission leaves room for it.
+        st.dispatcher.reserve_outside(bytes);
+        st.held += bytes;
+        Ok(Reservation {
+            pipeline: self.clone(),
+            bytes,
+            ahead: false,
+            held: true,
+        })
+    }
+
+    /// Blocks until a prover slot is free for this partition, the most urgent first.
+    pub fn prover(
+        self: &Arc<Self>,
+        priority: u8,
+        reservation: &mut Reservation,
+        cancelled: &AtomicBool,
+    ) -> Result<ProverSlot, Refused> {
+        let mut st = self.lock();
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        st.prover_queue.push(Reverse((priority, ticket, ticket)));
+        loop {
+            if st.provers_free > 0 {
+                if let Some(Reverse((_, _, head))) = st.prover_queue.peek() {
+                    let head = *head;
+                    st.prover_queue.pop();
+                    st.provers_free -= 1;
+                    st.granted.insert(head);
+                    self.changed.notify_all();
+                }
+            }
+            if st.granted.remove(&ticket) {
+                // On the prover: no longer ahead of it, room for the next admission.
+                st.dispatcher.on_gpu();
+                reservation.ahead = false;
+                self.pump(&mut st);
+                return Ok(ProverSlot {
+                    pipeline: self.clone(),
+                });
+            }
+            if cancelled.load(Ordering::SeqCst) {
+                st.prover_queue.retain(|Reverse((_, _, t))| *t != ticket);
+                return Err(Refused::Cancelled);
+            }
+            st = self
+                .changed
+                .wait_timeout(st, CANCEL_POLL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// (budget, reserved, partitions ahead of the prover, partitions waiting to start).
+    pub fn snapshot(&self) -> PipelineStatus {
+        let st = self.lock();
+        PipelineStatus {
+            budget_bytes: st.dispatcher.budget(),
+            reserved_bytes: st.dispatcher.reserved(),
+            parameters_bytes: st.held,
+            ahead_of_prover: st.dispatcher.ahead_of_gpu(),
+            waiting_partitions: st.dispatcher.queued(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PipelineStatus {
+    pub budget_bytes: u64,
+    pub reserved_bytes: u64,
+    pub parameters_bytes: u64,
+    pub ahead_of_prover: usize,
+    pub waiting_partitions: usize,
+}
+
+impl std::fmt::Debug for Reservation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Reservation({} bytes)", self.bytes)
+    }
+}
+
+impl Reservation {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let p = &self.pipeline;
+        let mut st = p.lock();
+        if self.held {
+            st.held -= self.bytes;
+        }
+        if self.ahead {
+            st.dispatcher.abandoned(self.bytes);
+        } else {
+            st.dispatcher.release(self.bytes);
+        }
+        p.pump(&mut st);
+    }
+}
+
+impl Drop for ProverSlot {
+    fn drop(&mut self) {
+        let p = &self.pipeline;
+        let mut st = p.lock();
+        st.provers_free += 1;
+        p.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservations_gate_admission_and_return_on_drop() {
+        let p = Pipeline::new(100, 2, 1);
+        let no = AtomicBool::new(false);
+        let params = p.hold(40).unwrap();
+        let mut a = p.admit(2, 30, &no).unwrap();
+        assert_eq!(p.snapshot().reserved_bytes, 70);
+        // 30 more would exceed 100: a cancelled wait returns instead of blocking.
+        let yes = AtomicBool::new(true);
+        assert_eq!(p.admit(2, 31, &yes).unwrap_err(), Refused::Cancelled);
+        assert_eq!(
+            p.admit(2, 101, &no).unwrap_err(),
+            Refused::TooLarge {
+                bytes: 101,
+                budget: 100
+            }
+        );
+        let slot = p.prover(2, &mut a, &no).unwrap();
+        assert_eq!(p.snapshot().ahead_of_prover, 0);
+        // A waiter is admitted once room appears.
+        let waiter = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let no = AtomicBool::new(false);
+                p.admit(0, 50, &no).map(|r| r.bytes())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        drop(slot);
+        drop(a);
+        assert_eq!(waiter.join().unwrap(), Ok(50));
+        drop(params);
+        let s = p.snapshot();
+        assert_eq!(
+            (s.reserved_bytes, s.ahead_of_prover, s.parameters_bytes),
+            (0, 0, 0)
+        );
+    }
+}
