@@ -53,6 +53,28 @@ pub enum BenchCommand {
         #[command(flatten)]
         params: ParamsLocation,
     },
+    /// Run N jobs at once through the engine (dispatcher, reservations, prover gate) and report
+    /// throughput, peak memory and how busy the prover was.
+    Pipeline {
+        /// Jobs submitted at once.
+        #[arg(long, default_value_t = 3)]
+        jobs: usize,
+        #[arg(long, value_enum, default_value = "porep-c2")]
+        kind: ProofKind,
+        #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
+        sector_size: u64,
+        /// Jobs in progress at once (proving.workers).
+        #[arg(long, default_value_t = 2)]
+        workers: usize,
+        /// Partitions ahead of the prover (proving.depth).
+        #[arg(long, default_value_t = 2)]
+        depth: usize,
+        /// Memory budget in bytes (default: derived from the cgroup or MemTotal).
+        #[arg(long)]
+        budget_bytes: Option<u64>,
+        #[command(flatten)]
+        params: ParamsLocation,
+    },
     /// Time one G1 MSM of random points and scalars.
     Msm {
         /// log2 of the number of points.
@@ -86,6 +108,19 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 bail!("the request is {}, not {kind}", request.kind());
             }
             bench_job(prepare(request)?.as_ref(), partition, compare)
+        }
+        BenchCommand::Pipeline {
+            jobs,
+            kind,
+            sector_size,
+            workers,
+            depth,
+            budget_bytes,
+            params,
+        } => {
+            params.apply()?;
+            let request = fresh_sample(kind, sector_size)?;
+            bench_pipeline(&request, jobs, workers, depth, budget_bytes.unwrap_or(0))
         }
         BenchCommand::Msm { log2 } => bench_msm(log2),
     }
@@ -183,6 +218,118 @@ fn bench_job(job: &dyn ProofJob, partition: usize, compare: Option<Baseline>) ->
         report["identical"] = json!(ours == theirs);
     }
     println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+/// `VmHWM` (peak resident set) or `VmRSS` of this process, bytes.
+fn proc_status_bytes(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().strip_suffix("kB"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn bench_pipeline(
+    request: &ProofRequest,
+    jobs: usize,
+    workers: usize,
+    depth: usize,
+    budget_bytes: u64,
+) -> Result<()> {
+    use crate::engine::pipeline::Pipeline;
+    use crate::engine::{Engine, Limits, Stage};
+    use crate::jobs::{JobState, JobStore};
+    use crate::memory::{Budget, System};
+
+    let data = tempfile::tempdir()?;
+    let budget = Budget::detect(&System::default(), budget_bytes, 1 << 30)?;
+    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+    let engine = Engine::start(
+        JobStore::open(data.path())?,
+        metrics,
+        Pipeline::new(budget.total_bytes, depth, 1),
+        workers,
+        Limits {
+            max_queued_jobs: jobs.max(1),
+            retention: std::time::Duration::from_secs(86_400),
+            retention_count: jobs.max(1),
+        },
+        None,
+        None,
+    )?;
+    let body = serde_json::to_vec(request)?;
+    let rss_before = proc_status_bytes("VmRSS:");
+    let start = Instant::now();
+    let ids: Vec<String> = (0..jobs).map(|i| format!("bench-{i}")).collect();
+    for id in &ids {
+        engine
+            .submit(id, request.kind(), &body)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let (mut samples, mut prover_busy, mut peak_reserved) = (0u64, 0u64, 0u64);
+    let mut stage_sum = [0i64; 3];
+    loop {
+        let status = engine.status();
+        samples += 1;
+        peak_reserved = peak_reserved.max(status.pipeline.reserved_bytes);
+        for (i, c) in status.ledger.iter().enumerate() {
+            stage_sum[i] += c.buffers;
+        }
+        let proving = status
+            .ledger
+            .iter()
+            .find(|c| c.stage == Stage::Proving.as_str())
+            .map_or(0, |c| c.buffers);
+        if proving > 0 {
+            prover_busy += 1;
+        }
+        let done = ids
+            .iter()
+            .filter(|id| engine.get(id).is_some_and(|r| r.state.is_final()))
+            .count();
+        if done == jobs {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let verified = ids
+        .iter()
+        .filter(|id| engine.get(id).is_some_and(|r| r.state == JobState::Done))
+        .count();
+    let occupancy: serde_json::Map<String, serde_json::Value> = Stage::ALL
+        .iter()
+        .zip(stage_sum)
+        .map(|(s, sum)| (s.as_str().to_owned(), json!(sum as f64 / samples as f64)))
+        .collect();
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json!({
+            "bench": "pipeline",
+            "kind": request.kind(),
+            "jobs": jobs,
+            "workers": workers,
+            "depth": depth,
+            "budget_bytes": budget.total_bytes,
+            "budget_source": budget.source.to_string(),
+            "elapsed_s": elapsed,
+            "proofs_per_hour": jobs as f64 * 3600.0 / elapsed,
+            "verified": verified,
+            "rss_before_bytes": rss_before,
+            "peak_rss_bytes": proc_status_bytes("VmHWM:"),
+            "peak_reserved_bytes": peak_reserved,
+            "prover_busy_fraction": prover_busy as f64 / samples as f64,
+            "mean_partitions_per_stage": occupancy,
+        }))?
+    );
+    if verified != jobs {
+        bail!("{} of {jobs} jobs did not end done", jobs - verified);
+    }
     Ok(())
 }
 
