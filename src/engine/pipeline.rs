@@ -74,6 +74,14 @@ impl Pipeline {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Waits for a change, or the cancellation poll interval.
+    fn wait<'a>(&self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed
+            .wait_timeout(st, CANCEL_POLL)
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+    }
+
     /// Admits what the dispatcher allows now; wakes the waiters.
     fn pump(&self, st: &mut State) {
         while let Ok(work) = st.dispatcher.admit() {
@@ -122,11 +130,7 @@ impl Pipeline {
                 }
                 return Err(Refused::Cancelled);
             }
-            st = self
-                .changed
-                .wait_timeout(st, CANCEL_POLL)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            st = self.wait(st);
         }
     }
 
@@ -182,11 +186,7 @@ impl Pipeline {
                 st.prover_queue.retain(|Reverse((_, _, t))| *t != ticket);
                 return Err(Refused::Cancelled);
             }
-            st = self
-                .changed
-                .wait_timeout(st, CANCEL_POLL)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            st = self.wait(st);
         }
     }
 
