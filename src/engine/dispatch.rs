@@ -120,11 +120,6 @@ impl<T> Dispatcher<T> {
         self.reserved = self.reserved.saturating_sub(bytes);
     }
 
-    /// Bytes held outside the partition queue (a parameter set), counted against the budget.
-    pub fn reserve_outside(&mut self, bytes: u64) {
-        self.reserved += bytes;
-    }
-
     /// Removes queued partitions matching `drop` (a cancelled job's).
     pub fn remove(&mut self, mut drop: impl FnMut(&T) -> bool) -> usize {
         let before = self.queue.len();

@@ -136,7 +136,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
+fn sha256_hex(bytes: &[u8]) -> String {
     crate::circuits::request::hex(&Sha256::digest(bytes))
 }
 
@@ -176,21 +176,10 @@ impl Engine {
                     record.state = JobState::Queued;
                     record.progress = Progress::default();
                     inner.store.save(&record)?;
-                    st.seq += 1;
-                    let key = (priority(record.kind), st.seq, record.id.clone());
-                    st.queue.push(Reverse(key));
-                    st.queued += 1;
-                    let kind = record.kind.as_str();
-                    inner.metrics.queue_depth.with_label_values(&[kind]).inc();
+                    st.enqueue(record.kind, &record.id, &inner.metrics);
                 }
                 inner.count(record.kind, record.state, 1);
-                let (changes, _) = watch::channel(record.clone());
-                let job = Job {
-                    record: Mutex::new(record),
-                    changes,
-                    cancel: AtomicBool::new(false),
-                };
-                st.jobs.insert(job.id(), Arc::new(job));
+                st.jobs.insert(record.id.clone(), Job::new(record));
             }
             tracing::info!(jobs = st.jobs.len(), queued = st.queued, "job store loaded");
         }
@@ -241,25 +230,9 @@ impl Engine {
             .store
             .create(&record, request)
             .map_err(SubmitError::Store)?;
-        st.seq += 1;
-        let key = (priority(kind), st.seq, id.to_owned());
-        st.queue.push(Reverse(key));
-        st.queued += 1;
-        let (changes, _) = watch::channel(record.clone());
-        st.jobs.insert(
-            id.into(),
-            Arc::new(Job {
-                record: Mutex::new(record.clone()),
-                changes,
-                cancel: AtomicBool::new(false),
-            }),
-        );
+        st.enqueue(kind, id, &self.inner.metrics);
+        st.jobs.insert(id.into(), Job::new(record.clone()));
         self.inner.count(kind, JobState::Queued, 1);
-        self.inner
-            .metrics
-            .queue_depth
-            .with_label_values(&[kind.as_str()])
-            .inc();
         tracing::info!(%id, %kind, "job accepted");
         self.inner.wake.notify_all();
         Ok((record, true))
@@ -296,7 +269,7 @@ impl Engine {
                 // The queue entry stays; the engine loop skips jobs that are no longer queued.
                 // The state lock is held until the record says so.
                 let mut st = st;
-                let record = self.inner.finish(&job, JobState::Cancelled, None);
+                let record = self.inner.finish(&job, JobState::Cancelled, None, None);
                 st.queued -= 1;
                 drop(st);
                 let kind = record.kind.as_str();
@@ -486,8 +459,31 @@ fn internal(detail: impl Into<String>) -> Ending {
 }
 
 impl Job {
+    fn new(record: JobRecord) -> Arc<Job> {
+        let (changes, _) = watch::channel(record.clone());
+        Arc::new(Job {
+            record: Mutex::new(record),
+            changes,
+            cancel: AtomicBool::new(false),
+        })
+    }
+
     fn id(&self) -> String {
         lock(&self.record).id.clone()
+    }
+}
+
+impl State {
+    /// Puts a queued job in line behind those of its priority.
+    fn enqueue(&mut self, kind: ProofKind, id: &str, metrics: &Metrics) {
+        self.seq += 1;
+        self.queue
+            .push(Reverse((priority(kind), self.seq, id.to_owned())));
+        self.queued += 1;
+        metrics
+            .queue_depth
+            .with_label_values(&[kind.as_str()])
+            .inc();
     }
 }
 
@@ -515,12 +511,28 @@ impl Inner {
         record.clone()
     }
 
-    fn finish(&self, job: &Job, state: JobState, error: Option<JobError>) -> JobRecord {
+    /// Changes what a running job shows (stage, progress) without a write: a restart resets
+    /// progress, so it need not survive one; the next saved change carries it to disk.
+    fn show(&self, job: &Job, change: impl FnOnce(&mut JobRecord)) {
+        let mut record = lock(&job.record);
+        change(&mut record);
+        job.changes.send_replace(record.clone());
+    }
+
+    /// A job's final state, with the seconds it ran (None: it never started).
+    fn finish(
+        &self,
+        job: &Job,
+        state: JobState,
+        error: Option<JobError>,
+        total_s: Option<f64>,
+    ) -> JobRecord {
         self.update(job, |r| {
             r.state = state;
             r.error = error;
             r.finished_at_ms = Some(now_ms());
             r.progress.stage = None;
+            r.timings.total_s = total_s;
         })
     }
 
@@ -546,39 +558,31 @@ impl Inner {
         }
         tracing::info!(id = %record.id, kind, attempt = record.attempts, "job started");
 
+        // The proof is on disk before the job reads done.
         let outcome = catch_unwind(AssertUnwindSafe(|| self.prove(job)))
-            .unwrap_or_else(|_| Err(internal("the prover panicked (see the log)")));
+            .unwrap_or_else(|_| Err(internal("the prover panicked (see the log)")))
+            .and_then(|proof| {
+                self.store
+                    .save_proof(&record.id, &proof)
+                    .map_err(|e| internal(format!("storing the proof: {e:#}")))
+            });
         let total = started.elapsed().as_secs_f64();
         let ended = match outcome {
-            Ok(proof) => match self.store.save_proof(&record.id, &proof) {
-                Ok(()) => {
-                    self.metrics
-                        .proofs_verified
-                        .with_label_values(&[kind])
-                        .inc();
-                    self.metrics
-                        .job_seconds
-                        .with_label_values(&[kind])
-                        .observe(total);
-                    self.update(job, |r| r.timings.total_s = Some(total));
-                    self.finish(job, JobState::Done, None)
-                }
-                Err(e) => {
-                    self.metrics.proofs_failed.with_label_values(&[kind]).inc();
-                    self.finish(
-                        job,
-                        JobState::Failed,
-                        Some(JobError {
-                            kind: "internal".into(),
-                            detail: format!("storing the proof: {e:#}"),
-                        }),
-                    )
-                }
-            },
-            Err(Ending::Cancelled) => self.finish(job, JobState::Cancelled, None),
+            Ok(()) => {
+                self.metrics
+                    .proofs_verified
+                    .with_label_values(&[kind])
+                    .inc();
+                self.metrics
+                    .job_seconds
+                    .with_label_values(&[kind])
+                    .observe(total);
+                self.finish(job, JobState::Done, None, Some(total))
+            }
+            Err(Ending::Cancelled) => self.finish(job, JobState::Cancelled, None, Some(total)),
             Err(Ending::Failed(error)) => {
                 self.metrics.proofs_failed.with_label_values(&[kind]).inc();
-                self.finish(job, JobState::Failed, Some(error))
+                self.finish(job, JobState::Failed, Some(error), Some(total))
             }
         };
         tracing::info!(id = %ended.id, state = ended.state.as_str(), secs = total, error = ?ended.error, "job ended");
@@ -600,7 +604,7 @@ impl Inner {
             .map_err(|e| internal(format!("{e:#}")))?;
         let proof_job = ProofRequest::from_json(&request)?.prepare()?;
         let partitions = proof_job.partitions();
-        self.update(job, |r| {
+        self.show(job, |r| {
             r.progress = Progress {
                 partitions_done: 0,
                 partitions_total: partitions,
@@ -662,7 +666,7 @@ impl Inner {
                 .with_label_values(&[kind])
                 .observe(secs);
             proofs.push(proof);
-            self.update(job, |r| {
+            self.show(job, |r| {
                 r.progress.partitions_done = k + 1;
                 r.timings.synthesis_s = Some(synthesis_s);
                 r.timings.prove_s = Some(prove_s);
@@ -672,7 +676,7 @@ impl Inner {
         let start = Instant::now();
         let bytes = proof_job.finish(&proofs)?;
         let verify_s = start.elapsed().as_secs_f64();
-        self.update(job, |r| r.timings.verify_s = Some(verify_s));
+        self.show(job, |r| r.timings.verify_s = Some(verify_s));
         Ok(bytes)
     }
 
@@ -681,7 +685,7 @@ impl Inner {
         if job.cancel.load(Ordering::SeqCst) {
             return Err(Ending::Cancelled);
         }
-        self.update(job, |r| r.progress.stage = Some(stage.into()));
+        self.show(job, |r| r.progress.stage = Some(stage.into()));
         Ok(())
     }
 

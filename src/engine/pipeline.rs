@@ -27,8 +27,6 @@ struct State {
     /// Tickets admitted by the dispatcher, not yet picked up by their threads.
     admitted: HashSet<u64>,
     next_ticket: u64,
-    /// Bytes held outside the dispatcher's partitions (parameter sets).
-    held: u64,
     provers_free: usize,
     /// (priority, arrival, ticket) waiting for a prover.
     prover_queue: BinaryHeap<Reverse<(u8, u64, u64)>>,
@@ -40,13 +38,12 @@ pub struct Pipeline {
     changed: Condvar,
 }
 
-/// Budget bytes held for one partition (or one parameter set).
+/// Budget bytes held for one partition.
 pub struct Reservation {
     pipeline: Arc<Pipeline>,
     bytes: u64,
-    /// Still counted ahead of the prover (a partition that has not reached it).
+    /// Still counted ahead of the prover (the partition has not reached it).
     ahead: bool,
-    held: bool,
 }
 
 /// The prover, for one partition.
@@ -61,7 +58,6 @@ impl Pipeline {
                 dispatcher: Dispatcher::new(budget, depth),
                 admitted: HashSet::new(),
                 next_ticket: 0,
-                held: 0,
                 provers_free: provers.max(1),
                 prover_queue: BinaryHeap::new(),
                 granted: HashSet::new(),
@@ -119,7 +115,6 @@ impl Pipeline {
                     pipeline: self.clone(),
                     bytes,
                     ahead: true,
-                    held: false,
                 });
             }
             if cancelled.load(Ordering::SeqCst) {
@@ -132,24 +127,6 @@ impl Pipeline {
             }
             st = self.wait(st);
         }
-    }
-
-    /// Holds `bytes` of the budget outside the partition queue (a parameter set), if they fit.
-    pub fn hold(self: &Arc<Self>, bytes: u64) -> Result<Reservation, Refused> {
-        let mut st = self.lock();
-        let budget = st.dispatcher.budget();
-        if st.dispatcher.reserved() + bytes > budget {
-            return Err(Refused::TooLarge { bytes, budget });
-        }
-        // Counted as reserved so that admission leaves room for it.
-        st.dispatcher.reserve_outside(bytes);
-        st.held += bytes;
-        Ok(Reservation {
-            pipeline: self.clone(),
-            bytes,
-            ahead: false,
-            held: true,
-        })
     }
 
     /// Blocks until a prover slot is free for this partition, the most urgent first.
@@ -190,13 +167,11 @@ impl Pipeline {
         }
     }
 
-    /// (budget, reserved, partitions ahead of the prover, partitions waiting to start).
     pub fn snapshot(&self) -> PipelineStatus {
         let st = self.lock();
         PipelineStatus {
             budget_bytes: st.dispatcher.budget(),
             reserved_bytes: st.dispatcher.reserved(),
-            parameters_bytes: st.held,
             ahead_of_prover: st.dispatcher.ahead_of_gpu(),
             waiting_partitions: st.dispatcher.queued(),
         }
@@ -207,7 +182,6 @@ impl Pipeline {
 pub struct PipelineStatus {
     pub budget_bytes: u64,
     pub reserved_bytes: u64,
-    pub parameters_bytes: u64,
     pub ahead_of_prover: usize,
     pub waiting_partitions: usize,
 }
@@ -228,9 +202,6 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         let p = &self.pipeline;
         let mut st = p.lock();
-        if self.held {
-            st.held -= self.bytes;
-        }
         if self.ahead {
             st.dispatcher.abandoned(self.bytes);
         } else {
@@ -257,10 +228,11 @@ mod tests {
     fn reservations_gate_admission_and_return_on_drop() {
         let p = Pipeline::new(100, 2, 1);
         let no = AtomicBool::new(false);
-        let params = p.hold(40).unwrap();
+        let other = p.admit(2, 40, &no).unwrap();
         let mut a = p.admit(2, 30, &no).unwrap();
         assert_eq!(p.snapshot().reserved_bytes, 70);
-        // 30 more would exceed 100: a cancelled wait returns instead of blocking.
+        // 31 more would exceed 100 (and depth 2 is full): a cancelled wait returns instead of
+        // blocking.
         let yes = AtomicBool::new(true);
         assert_eq!(p.admit(2, 31, &yes).unwrap_err(), Refused::Cancelled);
         assert_eq!(
@@ -271,7 +243,7 @@ mod tests {
             }
         );
         let slot = p.prover(2, &mut a, &no).unwrap();
-        assert_eq!(p.snapshot().ahead_of_prover, 0);
+        assert_eq!(p.snapshot().ahead_of_prover, 1);
         // A waiter is admitted once room appears.
         let waiter = {
             let p = p.clone();
@@ -284,11 +256,8 @@ mod tests {
         drop(slot);
         drop(a);
         assert_eq!(waiter.join().unwrap(), Ok(50));
-        drop(params);
+        drop(other);
         let s = p.snapshot();
-        assert_eq!(
-            (s.reserved_bytes, s.ahead_of_prover, s.parameters_bytes),
-            (0, 0, 0)
-        );
+        assert_eq!((s.reserved_bytes, s.ahead_of_prover), (0, 0));
     }
 }
