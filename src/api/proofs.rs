@@ -97,18 +97,14 @@ pub async fn submit(
 
     let engine = app.engine.clone();
     let (record, created) = tokio::task::spawn_blocking(move || {
+        let parsed = ProofRequest::from_json(&request).map_err(Problem::invalid_input)?;
+        let kind = parsed.kind();
+        // A new job is checked in full before acceptance: a job that is accepted can be
+        // proved. A known id needs only the comparison `submit` makes.
         if engine.get(&id).is_none() {
-            // Checked in full before acceptance: a job that is accepted can be proved.
-            let parsed = ProofRequest::from_json(&request).map_err(Problem::invalid_input)?;
-            let kind = parsed.kind();
             parsed.prepare().map_err(Problem::invalid_input)?;
-            engine.submit(&id, kind, &request).map_err(submit_problem)
-        } else {
-            let kind = ProofRequest::from_json(&request)
-                .map_err(Problem::invalid_input)?
-                .kind();
-            engine.submit(&id, kind, &request).map_err(submit_problem)
         }
+        engine.submit(&id, kind, &request).map_err(submit_problem)
     })
     .await
     .map_err(|e| Problem::internal(format!("validation task: {e}")))??;
