@@ -12,7 +12,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::prove::{load_request, load_srs, porep_request, prepare};
+use super::prove::{load_request, load_srs, prepare, C1Source};
 use super::{logging, ParamsLocation};
 use crate::circuits::samples::sample_request;
 use crate::circuits::{parse_sector_size, ProofJob, ProofKind, ProofRequest};
@@ -34,13 +34,8 @@ pub enum BenchCommand {
         /// sample of --kind is made with filecoin-proofs on fresh sectors of --sector-size.
         #[arg(long, value_name = "FILE", conflicts_with = "c1")]
         input: Option<PathBuf>,
-        /// porep-c2: the C1 output to prove.
-        #[arg(long, value_name = "FILE", requires_all = ["miner_id", "sector_number"])]
-        c1: Option<PathBuf>,
-        #[arg(long)]
-        miner_id: Option<u64>,
-        #[arg(long)]
-        sector_number: Option<u64>,
+        #[command(flatten)]
+        c1: C1Source,
         /// Sector size of the freshly made sample.
         #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
         sector_size: u64,
@@ -89,20 +84,16 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             kind,
             input,
             c1,
-            miner_id,
-            sector_number,
             sector_size,
             partition,
             compare,
             params,
         } => {
             params.apply()?;
-            let request = match (input, c1, miner_id, sector_number) {
-                (Some(input), ..) => load_request(&input, kind)?,
-                (None, Some(c1), Some(miner_id), Some(sector_number)) => {
-                    porep_request(&c1, miner_id, sector_number)?
-                }
-                _ => fresh_sample(kind, sector_size)?,
+            let request = match (input, c1.request()) {
+                (Some(input), _) => load_request(&input, kind)?,
+                (None, Some(request)) => request?,
+                (None, None) => fresh_sample(kind, sector_size)?,
             };
             if request.kind() != kind {
                 bail!("the request is {}, not {kind}", request.kind());

@@ -25,16 +25,8 @@ pub struct ProveArgs {
     /// left out).
     #[arg(long, value_name = "FILE")]
     input: Option<PathBuf>,
-    /// porep-c2 only, instead of --input: the C1 output (SealCommitPhase1Output JSON, or
-    /// Curio's {"SectorNum","Phase1Out","SectorSize"} envelope).
-    #[arg(long, value_name = "FILE", requires_all = ["miner_id", "sector_number"])]
-    c1: Option<PathBuf>,
-    /// With --c1: the miner actor ID (the number of its f0 address).
-    #[arg(long)]
-    miner_id: Option<u64>,
-    /// With --c1: the sector number.
-    #[arg(long)]
-    sector_number: Option<u64>,
+    #[command(flatten)]
+    c1: C1Source,
     /// Where to write the proof bytes (as filecoin-proofs-api returns them for the kind).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
@@ -58,31 +50,48 @@ pub fn run(args: ProveArgs) -> Result<()> {
 }
 
 fn read_request(args: &ProveArgs) -> Result<ProofRequest> {
-    if let Some(c1) = &args.c1 {
+    if let Some(request) = args.c1.request() {
         if args.kind != ProofKind::PorepC2 {
             bail!(
                 "--c1 is for porep-c2; give a {} request with --input",
                 args.kind
             );
         }
-        return porep_request(
-            c1,
-            args.miner_id.expect("clap requires it"),
-            args.sector_number.expect("clap requires it"),
-        );
+        return request;
     }
     let path = args.input.as_ref().expect("clap requires --input or --c1");
     load_request(path, args.kind)
 }
 
-/// A PoRep C2 request from a C1 output file.
-pub(super) fn porep_request(c1: &Path, miner_id: u64, sector_number: u64) -> Result<ProofRequest> {
-    let bytes = std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?;
-    Ok(ProofRequest::PorepC2(PorepC2Request {
-        c1: C1Input::Base64(base64::engine::general_purpose::STANDARD.encode(bytes)),
-        miner_id,
-        sector_number,
-    }))
+/// A PoRep C2 job given as a C1 output file instead of a request.
+#[derive(clap::Args)]
+pub(super) struct C1Source {
+    /// porep-c2, instead of --input: the C1 output (SealCommitPhase1Output JSON, or Curio's
+    /// {"SectorNum","Phase1Out","SectorSize"} envelope).
+    #[arg(long, value_name = "FILE", requires_all = ["miner_id", "sector_number"])]
+    c1: Option<PathBuf>,
+    /// With --c1: the miner actor ID (the number of its f0 address).
+    #[arg(long)]
+    miner_id: Option<u64>,
+    /// With --c1: the sector number.
+    #[arg(long)]
+    sector_number: Option<u64>,
+}
+
+impl C1Source {
+    /// The PoRep C2 request, when --c1 was given.
+    pub(super) fn request(&self) -> Option<Result<ProofRequest>> {
+        let c1 = self.c1.as_ref()?;
+        let read = || {
+            let bytes = std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?;
+            Ok(ProofRequest::PorepC2(PorepC2Request {
+                c1: C1Input::Base64(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                miner_id: self.miner_id.expect("clap requires it with --c1"),
+                sector_number: self.sector_number.expect("clap requires it with --c1"),
+            }))
+        };
+        Some(read())
+    }
 }
 
 /// Reads a request file for `kind`; a file without "kind" is taken as that kind.
