@@ -14,9 +14,10 @@ use filecoin_proofs::parameters::{window_post_public_params, winning_post_public
 use filecoin_proofs::with_shape;
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 use rand::rngs::OsRng;
-use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_core::parameter_cache::ParameterSetMetadata;
+use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 use storage_proofs_update::constants::TreeRHasher;
@@ -112,17 +113,7 @@ fn porep_shape<Tree: 'static + MerkleTreeTrait>(
     type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
     type Circuit<Tree> = storage_proofs_porep::stacked::StackedCircuit<Tree, DefaultPieceHasher>;
     let pp = public_params::<Tree>(config)?;
-    make::<Circuit<Tree>, _, Compound<Tree>>(mode, &pp, |pp| {
-        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::groth_params(
-            Some(&mut OsRng),
-            pp,
-        )?;
-        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::verifying_key(
-            Some(&mut OsRng),
-            pp,
-        )?;
-        Ok(())
-    })
+    make::<StackedDrg<'_, Tree, DefaultPieceHasher>, Circuit<Tree>, Compound<Tree>>(mode, &pp)
 }
 
 fn snap(sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
@@ -148,17 +139,7 @@ fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 ) -> Result<Vec<String>> {
     type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
     let pp = storage_proofs_update::PublicParams::from_sector_size(sector_size);
-    make::<EmptySectorUpdateCircuit<Tree>, _, Compound<Tree>>(mode, &pp, |pp| {
-        <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::groth_params(
-            Some(&mut OsRng),
-            pp,
-        )?;
-        <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::verifying_key(
-            Some(&mut OsRng),
-            pp,
-        )?;
-        Ok(())
-    })
+    make::<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>, Compound<Tree>>(mode, &pp)
 }
 
 fn post(kind: ProofKind, sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
@@ -200,17 +181,7 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(
         filecoin_proofs::PoStType::Winning => winning_post_public_params::<Tree>(config)?,
         filecoin_proofs::PoStType::Window => window_post_public_params::<Tree>(config)?,
     };
-    make::<FallbackPoStCircuit<Tree>, _, Compound<Tree>>(mode, &pp, |pp| {
-        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::groth_params(
-            Some(&mut OsRng),
-            pp,
-        )?;
-        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::verifying_key(
-            Some(&mut OsRng),
-            pp,
-        )?;
-        Ok(())
-    })
+    make::<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>, Compound<Tree>>(mode, &pp)
 }
 
 /// What the per-kind functions do with a parameter set.
@@ -222,18 +193,18 @@ enum Mode<'a> {
     Generate(&'a Path),
 }
 
-/// Makes one parameter set through `generate` unless its files are in `dir`; returns the
-/// names of the files made (in the staging directory, for the caller to publish). Identifying,
-/// returns the cache identifier.
-fn make<C, P, Compound>(
-    mode: Mode<'_>,
-    pp: &P,
-    generate: impl FnOnce(&P) -> Result<()>,
-) -> Result<Vec<String>>
+/// Makes one parameter set (Groth16 parameters and verifying key, through the compound
+/// proof's own generate-if-missing path) unless its files are in `dir`; returns the names of the
+/// files made (in the staging directory, for the caller to publish). Identifying, returns the
+/// cache identifier.
+fn make<'a, S, C, Compound>(mode: Mode<'_>, pp: &S::PublicParams) -> Result<Vec<String>>
 where
-    C: bellperson::Circuit<blstrs::Scalar>,
-    P: storage_proofs_core::parameter_cache::ParameterSetMetadata,
-    Compound: CacheableParameters<C, P>,
+    S: ProofScheme<'a>,
+    S::Proof: Sync + Send,
+    S::PublicParams: ParameterSetMetadata + Sync + Send,
+    S::PublicInputs: Clone + Sync,
+    C: bellperson::Circuit<blstrs::Scalar> + CircuitComponent + Send,
+    Compound: CompoundProof<'a, S, C>,
 {
     let id = Compound::cache_identifier(pp);
     let Mode::Generate(dir) = mode else {
@@ -245,7 +216,8 @@ where
         return Ok(Vec::new());
     }
     tracing::info!(%id, "generating parameters (random, for tests only)");
-    generate(pp)?;
+    Compound::groth_params(Some(&mut OsRng), pp)?;
+    Compound::verifying_key(Some(&mut OsRng), pp)?;
     Ok(names)
 }
 
