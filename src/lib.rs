@@ -5,7 +5,8 @@
 //!   partition proofs -> the bytes filecoin-proofs returns (verified before they leave).
 //! - [`synth`]: circuit -> [`synth::SynthesizedProof`], the narrow waist every path goes through.
 //! - [`srs`]: Groth16 parameter files -> decoded bases.
-//! - [`groth16`]: SynthesizedProof + SRS -> proof, behind a [`groth16::Backend`] (CPU today).
+//! - [`groth16`]: SynthesizedProof + SRS -> proof, behind a [`groth16::Backend`]: CPU, or GPU
+//!   ([`gpu`]: devices and our NVRTC-compiled kernels).
 //! - [`persist`]: the one way durable files are written.
 //! - [`cli`]: the `cuzk` command.
 //!
@@ -16,6 +17,7 @@ pub mod circuits;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod gpu;
 pub mod groth16;
 pub mod jobs;
 pub mod memory;

@@ -51,11 +51,19 @@ impl Backend for CpuBackend {
         Ok(a)
     }
 
-    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> (G1Projective, MsmStats) {
-        msm::<G1Projective>(bases, scalars)
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+    ) -> Result<(G1Projective, MsmStats), ProveError> {
+        Ok(msm::<G1Projective>(bases, scalars))
     }
 
-    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> (G2Projective, MsmStats) {
-        msm::<G2Projective>(bases, scalars)
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+    ) -> Result<(G2Projective, MsmStats), ProveError> {
+        Ok(msm::<G2Projective>(bases, scalars))
     }
 }

@@ -1,14 +1,16 @@
 //! Groth16 proving, as in the paper: the quotient polynomial h by NTT, the MSMs over the SRS, and
-//! randomization with r and s. Backends (CPU now, GPU later) implement [`Backend`]; [`prove`] is
+//! randomization with r and s. Backends (CPU, GPU) implement [`Backend`]; [`prove`] is
 //! the one algorithm that drives them.
 
 pub mod cpu;
 pub mod domain;
+pub mod gpu;
 pub mod msm;
 mod prover;
 
 pub use bellperson::groth16::Proof;
 pub use cpu::CpuBackend;
+pub use gpu::{GpuBackend, StageTime};
 pub use prover::{prove, ProveTimings};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -30,10 +32,23 @@ pub trait Backend: Send + Sync {
     ) -> Result<Vec<Scalar>, ProveError>;
 
     /// Σ scalars[i]·bases[i] in G1.
-    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> (G1Projective, MsmStats);
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+    ) -> Result<(G1Projective, MsmStats), ProveError>;
 
     /// Σ scalars[i]·bases[i] in G2.
-    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> (G2Projective, MsmStats);
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+    ) -> Result<(G2Projective, MsmStats), ProveError>;
+
+    /// Device stage times (transfers, kernels) recorded since the last call; empty on the CPU.
+    fn stage_times(&self) -> Vec<StageTime> {
+        Vec::new()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,4 +59,6 @@ pub enum ProveError {
     Domain(#[from] domain::DomainTooLarge),
     #[error("the verifying key's delta is the identity: parameters are malformed")]
     DegenerateParameters,
+    #[error("device error: {0}")]
+    Device(String),
 }

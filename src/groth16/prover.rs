@@ -86,19 +86,19 @@ pub fn prove(
     }
 
     let clock = Instant::now();
-    let (h_sum, _) = backend.msm_g1(&srs.h, &h);
+    let (h_sum, _) = backend.msm_g1(&srs.h, &h)?;
     t.msm_h = clock.elapsed();
     drop(h);
 
     let clock = Instant::now();
-    let (l_sum, l_stats) = backend.msm_g1(&srs.l, &aux);
+    let (l_sum, l_stats) = backend.msm_g1(&srs.l, &aux)?;
     t.msm_l = clock.elapsed();
     t.l_scalars = l_stats;
 
     // A: every input, then the aux variables in A's density.
     let clock = Instant::now();
     let a_scalars = concat_dense(&inputs, None, &aux, &a_aux_density);
-    let (a_sum, a_stats) = backend.msm_g1(&srs.a, &a_scalars);
+    let (a_sum, a_stats) = backend.msm_g1(&srs.a, &a_scalars)?;
     drop(a_scalars);
     t.msm_a = clock.elapsed();
     t.a_scalars = a_stats;
@@ -106,11 +106,11 @@ pub fn prove(
     // B: inputs in B's input density, then aux variables in B's aux density.
     let b_scalars = concat_dense(&inputs, Some(&b_input_density), &aux, &b_aux_density);
     let clock = Instant::now();
-    let (b_g1_sum, b_stats) = backend.msm_g1(&srs.b_g1, &b_scalars);
+    let (b_g1_sum, b_stats) = backend.msm_g1(&srs.b_g1, &b_scalars)?;
     t.msm_b_g1 = clock.elapsed();
     t.b_scalars = b_stats;
     let clock = Instant::now();
-    let (b_g2_sum, _) = backend.msm_g2(&srs.b_g2, &b_scalars);
+    let (b_g2_sum, _) = backend.msm_g2(&srs.b_g2, &b_scalars)?;
     t.msm_b_g2 = clock.elapsed();
 
     let rs = r * s;

@@ -1,0 +1,87 @@
+// Host build of the field and curve code, driven by hostcheck.py: reads one operation per line
+// (name and hex operands, little-endian limbs as one big-endian hex integer), prints the result.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <iostream>
+#include <sstream>
+#include "../field.cu"
+#include "../curve.cu"
+
+template <int N>
+static void parse(const std::string &hex, u32 *out) {
+    std::string h = hex;
+    while (h.size() < (size_t)N * 8) h = "0" + h;
+    for (int j = 0; j < N; j++) {
+        std::string part = h.substr(h.size() - 8 * (j + 1), 8);
+        out[j] = (u32)std::stoul(part, nullptr, 16);
+    }
+}
+
+template <int N>
+static void print(const u32 *a) {
+    for (int j = N - 1; j >= 0; j--) printf("%08x", a[j]);
+}
+
+int main() {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        std::istringstream in(line);
+        std::string op, x, y, z;
+        in >> op >> x >> y >> z;
+        if (op == "fp_mul" || op == "fp_add" || op == "fp_sub") {
+            fp_t a, b;
+            parse<12>(x, a.l);
+            parse<12>(y, b.l);
+            fp_t r = op == "fp_mul" ? fp_mul(a, b) : op == "fp_add" ? fp_add(a, b) : fp_sub(a, b);
+            print<12>(r.l);
+        } else if (op == "fr_mul" || op == "fr_add" || op == "fr_sub" || op == "fr_from_mont") {
+            fr_t a, b;
+            parse<8>(x, a.l);
+            parse<8>(y, b.l);
+            fr_t r = op == "fr_mul" ? fr_mul(a, b)
+                     : op == "fr_add" ? fr_add(a, b)
+                     : op == "fr_sub" ? fr_sub(a, b)
+                                      : fr_from_mont(a);
+            print<8>(r.l);
+        } else if (op == "fp2_mul" || op == "fp2_sqr") {
+            // x = a0, y = a1, z = "b0:b1"
+            fp2_t a, b;
+            parse<12>(x, a.c0.l);
+            parse<12>(y, a.c1.l);
+            size_t colon = z.find(':');
+            parse<12>(z.substr(0, colon), b.c0.l);
+            parse<12>(z.substr(colon + 1), b.c1.l);
+            fp2_t r = op == "fp2_mul" ? fp2_mul(a, b) : fp2_sqr(a);
+            print<12>(r.c0.l);
+            printf(" ");
+            print<12>(r.c1.l);
+        } else if (op == "g1_mul") {
+            // k * (x, y) by double-and-add in XYZZ, and k * (x, y) by repeated mixed additions;
+            // prints both as X Y ZZ ZZZ.
+            affine_t<fp_t> p;
+            parse<12>(x, p.x.l);
+            parse<12>(y, p.y.l);
+            unsigned k = (unsigned)std::stoul(z);
+            xyzz_t<fp_t> base, acc, slow;
+            xyzz_set_inf(base);
+            xyzz_add_affine(base, p);
+            xyzz_set_inf(acc);
+            for (int bit = 31; bit >= 0; bit--) {
+                xyzz_dbl(acc);
+                if ((k >> bit) & 1) xyzz_add(acc, base);
+            }
+            xyzz_set_inf(slow);
+            for (unsigned i = 0; i < k; i++) xyzz_add_affine(slow, p);
+            for (auto *q : {&acc, &slow}) {
+                print<12>(q->X.l); printf(" ");
+                print<12>(q->Y.l); printf(" ");
+                print<12>(q->ZZ.l); printf(" ");
+                print<12>(q->ZZZ.l); printf(" ");
+            }
+        } else {
+            printf("unknown op %s", op.c_str());
+        }
+        printf("\n");
+    }
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Checks the kernels' field and curve arithmetic, compiled for the host, against Python integers.
+
+    g++ -O1 -std=c++17 -o /tmp/hostcheck kernels/hostcheck/hostcheck.cpp
+    python3 kernels/hostcheck/hostcheck.py /tmp/hostcheck
+"""
+import random
+import subprocess
+import sys
+
+P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
+R = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
+GX = 0x17F1D3A73197D7942695638C4FA9AC0FC3688C4F9774B905A14E3A3F171BAC586C55E83FF97A1AEFFB3AF00ADB22C6BB
+GY = 0x08B3F481E3AAA0F1A09E30ED741D8AE4FCF5E095D5D00AF600DB18CB2C04B3EDD03CC744A2888AE40CAA232946C5E7E1
+RP = 2**384 % P  # Montgomery radix of Fp
+RR = 2**256 % R  # of Fr
+
+
+def g1_add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    (x1, y1), (x2, y2) = a, b
+    if x1 == x2:
+        if (y1 + y2) % P == 0:
+            return None
+        lam = 3 * x1 * x1 * pow(2 * y1, -1, P) % P
+    else:
+        lam = (y2 - y1) * pow(x2 - x1, -1, P) % P
+    x3 = (lam * lam - x1 - x2) % P
+    return (x3, (lam * (x1 - x3) - y1) % P)
+
+
+def main():
+    exe = sys.argv[1]
+    rnd = random.Random(7)
+    cases = []
+    edge_p = [0, 1, P - 1, P - 2, RP, 2**383 % P]
+    edge_r = [0, 1, R - 1, R - 2, RR]
+    for _ in range(300):
+        a = rnd.choice(edge_p + [rnd.randrange(P)] * 4)
+        b = rnd.choice(edge_p + [rnd.randrange(P)] * 4)
+        rinv = pow(2**384, -1, P)
+        cases.append((f"fp_mul {a:x} {b:x}", f"{a * b * rinv % P:096x}"))
+        cases.append((f"fp_add {a:x} {b:x}", f"{(a + b) % P:096x}"))
+        cases.append((f"fp_sub {a:x} {b:x}", f"{(a - b) % P:096x}"))
+        a2 = rnd.randrange(P)
+        b2 = rnd.randrange(P)
+        # Fp2 in Montgomery form: the product's components times R^-1.
+        c0 = (a * b - a2 * b2) * rinv % P
+        c1 = (a * b2 + a2 * b) * rinv % P
+        cases.append((f"fp2_mul {a:x} {a2:x} {b:x}:{b2:x}", f"{c0:096x} {c1:096x}"))
+        s0 = (a * a - a2 * a2) * rinv % P
+        s1 = 2 * a * a2 * rinv % P
+        cases.append((f"fp2_sqr {a:x} {a2:x} 0:0", f"{s0:096x} {s1:096x}"))
+    for _ in range(300):
+        a = rnd.choice(edge_r + [rnd.randrange(R)] * 4)
+        b = rnd.choice(edge_r + [rnd.randrange(R)] * 4)
+        rinv = pow(2**256, -1, R)
+        cases.append((f"fr_mul {a:x} {b:x}", f"{a * b * rinv % R:064x}"))
+        cases.append((f"fr_add {a:x} {b:x}", f"{(a + b) % R:064x}"))
+        cases.append((f"fr_sub {a:x} {b:x}", f"{(a - b) % R:064x}"))
+        cases.append((f"fr_from_mont {a:x} 0", f"{a * rinv % R:064x}"))
+    points = []
+    for k in [1, 2, 3, 4, 5, 7, 16, 31, 100]:
+        expect = None
+        for _ in range(k):
+            expect = g1_add(expect, (GX, GY))
+        points.append(k)
+        cases.append((f"g1_mul {GX * RP % P:x} {GY * RP % P:x} {k}", expect))
+
+    out = subprocess.run(
+        [exe], input="\n".join(c for c, _ in cases) + "\n", capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert len(out) == len(cases), (len(out), len(cases))
+    bad = 0
+    for (case, want), got in zip(cases, out):
+        if case.startswith("g1_mul"):
+            vals = [int(v, 16) for v in got.split()]
+            for X, Y, ZZ, ZZZ in (vals[0:4], vals[4:8]):
+                if ZZ == 0:
+                    ok = want is None
+                else:
+                    ok = want == (X * pow(ZZ, -1, P) % P, Y * pow(ZZZ, -1, P) % P)
+                    # ZZ^3 = ZZZ^2 on the values, not on their Montgomery forms.
+                    zz, zzz = ZZ * pow(RP, -1, P) % P, ZZZ * pow(RP, -1, P) % P
+                    ok = ok and pow(zz, 3, P) == pow(zzz, 2, P)
+                if not ok:
+                    bad += 1
+                    print("MISMATCH", case)
+        elif got.strip() != want:
+            bad += 1
+            print("MISMATCH", case, "\n  want", want, "\n  got ", got)
+    print(f"{len(cases)} cases, {bad} mismatches")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
