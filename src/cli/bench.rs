@@ -13,14 +13,17 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::prove::{load_request, load_srs, prepare, C1Source};
-use super::{logging, ParamsLocation};
+use super::{logging, BackendArgs, ParamsLocation};
 use crate::circuits::samples::sample_request;
 use crate::circuits::{parse_sector_size, ProofJob, ProofKind, ProofRequest};
-use crate::groth16::{prove, CpuBackend};
+use crate::groth16::{prove, Backend, CpuBackend};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Baseline {
+    /// bellperson's CPU prover (and its synthesis).
     Bellperson,
+    /// Our CPU backend, on the same synthesized circuit with the same r and s.
+    Cpu,
 }
 
 #[derive(Subcommand)]
@@ -47,6 +50,8 @@ pub enum BenchCommand {
         compare: Option<Baseline>,
         #[command(flatten)]
         params: ParamsLocation,
+        #[command(flatten)]
+        backend: BackendArgs,
     },
     /// Run N jobs at once through the engine (dispatcher, reservations, prover gate) and report
     /// throughput, peak memory and how busy the prover was.
@@ -88,8 +93,10 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             partition,
             compare,
             params,
+            backend,
         } => {
             params.apply()?;
+            let provers = backend.select()?;
             let request = match (input, c1.request()) {
                 (Some(input), _) => load_request(&input, kind)?,
                 (None, Some(request)) => request?,
@@ -98,7 +105,12 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             if request.kind() != kind {
                 bail!("the request is {}, not {kind}", request.kind());
             }
-            bench_job(prepare(request)?.as_ref(), partition, compare)
+            bench_job(
+                prepare(request)?.as_ref(),
+                partition,
+                compare,
+                provers.backends[0].as_ref(),
+            )
         }
         BenchCommand::Pipeline {
             jobs,
@@ -137,7 +149,12 @@ fn fresh_sample(kind: ProofKind, sector_size: u64) -> Result<ProofRequest> {
     Ok(request)
 }
 
-fn bench_job(job: &dyn ProofJob, partition: usize, compare: Option<Baseline>) -> Result<()> {
+fn bench_job(
+    job: &dyn ProofJob,
+    partition: usize,
+    compare: Option<Baseline>,
+    backend: &dyn Backend,
+) -> Result<()> {
     if partition >= job.partitions() {
         bail!(
             "--partition {partition} is out of range: the job has {} partitions",
@@ -153,7 +170,14 @@ fn bench_job(job: &dyn ProofJob, partition: usize, compare: Option<Baseline>) ->
     let synth = job.synthesize(partition)?;
     let synthesis_s = start.elapsed().as_secs_f64();
     let constraints = synth.num_constraints();
-    let (proof, timings) = prove(&CpuBackend, &srs, synth, r, s)?;
+    let cpu_synth = (compare == Some(Baseline::Cpu)).then(|| synth.clone());
+    if backend.name() != "cpu" {
+        // Warm-up on a copy: kernel loading and first-use costs stay out of the figures.
+        prove(backend, &srs, synth.clone(), r, s)?;
+        backend.stage_times();
+    }
+    let (proof, timings) = prove(backend, &srs, synth, r, s)?;
+    let device_stages = backend.stage_times();
     let prove_s = timings.total.as_secs_f64();
     let mut ours = Vec::new();
     proof.write(&mut ours)?;
@@ -162,7 +186,6 @@ fn bench_job(job: &dyn ProofJob, partition: usize, compare: Option<Baseline>) ->
     } else {
         None
     };
-    drop(srs);
 
     let mut report = json!({
         "bench": "prove",
@@ -173,13 +196,25 @@ fn bench_job(job: &dyn ProofJob, partition: usize, compare: Option<Baseline>) ->
         "domain_log2": constraints.next_power_of_two().trailing_zeros(),
         "threads": rayon::current_num_threads(),
         "cuzk": {
-            "backend": "cpu",
+            "backend": backend.name(),
+            "device_stages": device_stages,
             "synthesis_s": synthesis_s,
             "prove_s": prove_s,
             "stages": timings,
             "verified": verified,
         },
     });
+
+    if let Some(synth) = cpu_synth {
+        let (cpu_proof, cpu_timings) = prove(&CpuBackend, &srs, synth, r, s)?;
+        let mut theirs = Vec::new();
+        cpu_proof.write(&mut theirs)?;
+        let cpu_s = cpu_timings.total.as_secs_f64();
+        report["cpu"] = json!({"prove_s": cpu_s, "stages": cpu_timings});
+        report["prove_ratio"] = json!(prove_s / cpu_s);
+        report["identical"] = json!(ours == theirs);
+    }
+    drop(srs);
 
     if let Some(Baseline::Bellperson) = compare {
         let file = std::fs::File::open(&params_path)

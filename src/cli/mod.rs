@@ -5,6 +5,7 @@ mod config;
 mod logging;
 mod params;
 mod prove;
+mod selftest;
 mod serve;
 
 use std::path::PathBuf;
@@ -34,6 +35,31 @@ enum Command {
     /// Measure the prover, optionally against bellperson in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Check the GPU kernels against the CPU backend.
+    Selftest(selftest::SelftestArgs),
+}
+
+/// Where the CLI commands cache compiled GPU kernels (the service uses <data_dir>/kernels).
+pub const DEFAULT_KERNEL_CACHE: &str = "/var/tmp/cuzk-kernels";
+
+/// Which backend proves, for the commands that prove.
+#[derive(clap::Args, Clone, Debug)]
+pub struct BackendArgs {
+    /// auto: every GPU found, else the CPU; cpu; gpu: fail without one.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: crate::groth16::BackendChoice,
+    /// GPU ordinals to use (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub gpus: Vec<usize>,
+    /// Where compiled kernels are cached.
+    #[arg(long, default_value = DEFAULT_KERNEL_CACHE)]
+    pub kernel_cache: PathBuf,
+}
+
+impl BackendArgs {
+    pub fn select(&self) -> anyhow::Result<crate::groth16::Provers> {
+        crate::groth16::select(self.backend, &self.gpus, &self.kernel_cache)
+    }
 }
 
 /// Where filecoin-proofs parameter files are looked up.
@@ -67,6 +93,7 @@ pub fn run() -> ExitCode {
         Command::Prove(cmd) => prove::run(cmd),
         Command::Params(cmd) => params::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Selftest(args) => selftest::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

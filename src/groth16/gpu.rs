@@ -143,7 +143,7 @@ impl GpuBackend {
     }
 
     /// In place over `v` (2^log_n scalars): evaluations at `tables`' root's powers.
-    fn ntt(&self, v: &mut CudaSlice<u32>, log_n: u32, t: &Tables) -> Result<(), DriverError> {
+    fn ntt_in_place(&self, v: &mut CudaSlice<u32>, log_n: u32, t: &Tables) -> Result<(), DriverError> {
         let n = 1usize << log_n;
         launch!(self, &self.k.bit_reverse, n, 256; &mut *v, &log_n);
         for stage in 0..log_n {
@@ -194,10 +194,7 @@ impl GpuBackend {
         drop(c);
         let clock = self.record(format!("h.upload (2^{log_n})"), clock, bytes)?;
 
-        let mut omega = Scalar::ROOT_OF_UNITY;
-        for _ in log_n..Scalar::S {
-            omega = omega.square();
-        }
+        let omega = root_of_unity(log_n);
         let omega_inv = omega.invert().expect("non-zero");
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let g_inv = g.invert().expect("non-zero");
@@ -212,13 +209,13 @@ impl GpuBackend {
         let dz = self.stream.clone_htod(words(&[z_inv]))?;
         let n32 = n as u32;
         for v in [&mut da, &mut db, &mut dc] {
-            self.ntt(v, log_n, &inv)?;
+            self.ntt_in_place(v, log_n, &inv)?;
             self.scale(v, n32, &coset)?;
-            self.ntt(v, log_n, &fwd)?;
+            self.ntt_in_place(v, log_n, &fwd)?;
         }
         launch!(self, &self.k.h_pointwise, n, 256; &mut da, &db, &dc, &n32, &dz);
         drop((db, dc));
-        self.ntt(&mut da, log_n, &inv)?;
+        self.ntt_in_place(&mut da, log_n, &inv)?;
         self.scale(&mut da, n32, &uncoset)?;
         let clock = self.record(format!("h.kernels (7 NTTs of 2^{log_n})"), clock, 0)?;
 
@@ -300,6 +297,40 @@ impl GpuBackend {
         ))
     }
 
+    /// The NTT of `v` (a power-of-two length) over its domain: evaluations at omega^i, or with
+    /// `inverse` the coefficients back (scaled by 1/n). For `cuzk selftest`.
+    pub fn ntt(&self, mut v: Vec<Scalar>, inverse: bool) -> Result<Vec<Scalar>, ProveError> {
+        self.ntt_on_device(&mut v, inverse)
+            .map_err(|e| e.on(&self.info))?;
+        Ok(v)
+    }
+
+    fn ntt_on_device(&self, v: &mut [Scalar], inverse: bool) -> Result<(), GpuError> {
+        let n = v.len();
+        if !n.is_power_of_two() {
+            return Err(GpuError::Shape(format!("NTT of {n} points: not a power of two")));
+        }
+        let log_n = n.trailing_zeros();
+        if log_n > Scalar::S {
+            return Err(GpuError::Domain(super::domain::DomainTooLarge { log_n }));
+        }
+        if n == 1 {
+            return Ok(());
+        }
+        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut d = self.upload(v, n * 8)?;
+        let omega = root_of_unity(log_n);
+        let base = if inverse { omega.invert().expect("non-zero") } else { omega };
+        self.ntt_in_place(&mut d, log_n, &self.tables(base, log_n - 1, Scalar::ONE)?)?;
+        if inverse {
+            let n_inv = Scalar::from(n as u64).invert().expect("n < r");
+            self.scale(&mut d, n as u32, &self.tables(Scalar::ONE, log_n, n_inv)?)?;
+        }
+        self.stream.memcpy_dtoh(&d, words_mut(v))?;
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
     /// The stage times recorded since the last call.
     pub fn take_stage_times(&self) -> Vec<StageTime> {
         std::mem::take(&mut *self.stages.lock().unwrap_or_else(|e| e.into_inner()))
@@ -367,6 +398,15 @@ struct Tables {
     lo: CudaSlice<u32>,
     hi: CudaSlice<u32>,
     lo_bits: u32,
+}
+
+/// The primitive 2^log_n-th root of unity the CPU's domain uses.
+fn root_of_unity(log_n: u32) -> Scalar {
+    let mut omega = Scalar::ROOT_OF_UNITY;
+    for _ in log_n..Scalar::S {
+        omega = omega.square();
+    }
+    omega
 }
 
 /// scale * base^i for i in 0..count.

@@ -7,11 +7,13 @@ pub mod domain;
 pub mod gpu;
 pub mod msm;
 mod prover;
+pub mod select;
 
 pub use bellperson::groth16::Proof;
 pub use cpu::CpuBackend;
 pub use gpu::{GpuBackend, StageTime};
 pub use prover::{prove, ProveTimings};
+pub use select::{select, BackendChoice, Provers};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 

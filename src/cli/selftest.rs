@@ -1,0 +1,275 @@
+//! `cuzk selftest --gpu`: every GPU kernel against the CPU backend, on random and edge inputs of
+//! many sizes. Results must be equal, element for element and point for point.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use clap::Args;
+use ff::Field;
+use group::{Curve, Group};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use crate::gpu;
+use crate::groth16::domain::Domain;
+use crate::groth16::msm::{msm, MsmCurve};
+use crate::groth16::{Backend, CpuBackend, GpuBackend};
+
+#[derive(Args)]
+pub struct SelftestArgs {
+    /// Compare the GPU backend with the CPU backend (the only selftest there is).
+    #[arg(long)]
+    gpu: bool,
+    /// Largest size tested, log2 (NTT length, H domain, MSM points).
+    #[arg(long, default_value_t = 24)]
+    max_log2: u32,
+    /// Devices to test (default: all).
+    #[arg(long, value_delimiter = ',')]
+    gpus: Vec<usize>,
+    /// Where compiled kernels are cached.
+    #[arg(long, default_value = super::DEFAULT_KERNEL_CACHE)]
+    kernel_cache: PathBuf,
+}
+
+pub fn run(args: SelftestArgs) -> Result<()> {
+    if !args.gpu {
+        bail!("the selftest compares the GPU backend with the CPU backend: pass --gpu");
+    }
+    let found = gpu::discover(&args.gpus).map_err(|reason| anyhow::anyhow!("no GPU: {reason}"))?;
+    let mut failures = 0;
+    let mut checks = 0;
+    for g in &found {
+        let backend = GpuBackend::new(g, &args.kernel_cache)?;
+        println!(
+            "GPU {} {} ({}, {} GiB)",
+            g.info.ordinal,
+            g.info.name,
+            g.info.arch(),
+            g.info.memory_bytes >> 30
+        );
+        let mut t = Tester {
+            gpu: &backend,
+            failures: 0,
+            checks: 0,
+        };
+        t.ntt(args.max_log2)?;
+        t.h(args.max_log2)?;
+        t.msm::<G1Projective>(args.max_log2)?;
+        t.msm::<G2Projective>(args.max_log2)?;
+        failures += t.failures;
+        checks += t.checks;
+    }
+    println!("{checks} checks, {failures} failed");
+    if failures > 0 {
+        bail!("{failures} of {checks} GPU checks disagree with the CPU");
+    }
+    Ok(())
+}
+
+struct Tester<'a> {
+    gpu: &'a GpuBackend,
+    failures: usize,
+    checks: usize,
+}
+
+impl Tester<'_> {
+    fn report(&mut self, ok: bool, what: String, gpu_s: f64, cpu_s: f64) {
+        self.checks += 1;
+        if !ok {
+            self.failures += 1;
+        }
+        println!(
+            "{} {what:<48} gpu {gpu_s:>8.4} s  cpu {cpu_s:>8.4} s",
+            if ok { "ok  " } else { "FAIL" }
+        );
+    }
+
+    fn ntt(&mut self, max_log2: u32) -> Result<()> {
+        let logs = sizes(max_log2, &[0, 1, 2, 3, 5, 8, 11, 16, 20, 22, 24]);
+        for log_n in logs {
+            let n = 1usize << log_n;
+            for (name, v) in [("random", random_scalars(n, log_n as u64)), ("edge", edge_scalars(n))] {
+                for inverse in [false, true] {
+                    let domain = Domain::get(log_n)?;
+                    let clock = Instant::now();
+                    let got = self.gpu.ntt(v.clone(), inverse)?;
+                    let gpu_s = clock.elapsed().as_secs_f64();
+                    let mut want = v.clone();
+                    let clock = Instant::now();
+                    if inverse {
+                        domain.ifft(&mut want);
+                    } else {
+                        domain.fft(&mut want);
+                    }
+                    let cpu_s = clock.elapsed().as_secs_f64();
+                    let what = format!(
+                        "{} 2^{log_n} {name}",
+                        if inverse { "intt" } else { "ntt " }
+                    );
+                    self.report(got == want, what, gpu_s, cpu_s);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn h(&mut self, max_log2: u32) -> Result<()> {
+        let mut lens: Vec<usize> = vec![1, 2, 3, 5, 1000, 1025];
+        for log in sizes(max_log2, &[12, 16, 20, 22, 24]) {
+            lens.push(1 << log);
+            lens.push((1 << log) - 3);
+        }
+        for (i, len) in lens.into_iter().enumerate() {
+            let seed = 100 + i as u64;
+            let (a, b, c) = if i % 3 == 2 {
+                (edge_scalars(len), random_scalars(len, seed), edge_scalars(len))
+            } else {
+                (
+                    random_scalars(len, seed),
+                    random_scalars(len, seed + 1),
+                    random_scalars(len, seed + 2),
+                )
+            };
+            let clock = Instant::now();
+            let got = self.gpu.h_coefficients(a.clone(), b.clone(), c.clone())?;
+            let gpu_s = clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let want = CpuBackend.h_coefficients(a, b, c)?;
+            let cpu_s = clock.elapsed().as_secs_f64();
+            self.report(got == want, format!("h    len {len}"), gpu_s, cpu_s);
+        }
+        let _ = self.gpu.take_stage_times();
+        Ok(())
+    }
+
+    fn msm<C: TestCurve>(&mut self, max_log2: u32) -> Result<()> {
+        let mut lens: Vec<usize> = vec![1, 2, 3, 7, 100, 1000, 1025, 4097, 65537];
+        lens.extend(sizes(max_log2, &[20, 22, 24]).into_iter().map(|l| 1usize << l));
+        let max = *lens.iter().max().unwrap_or(&1);
+        let bases = C::random_bases(max, 7);
+        for (i, &n) in lens.iter().enumerate() {
+            let mut cases: Vec<(&str, Vec<C::Affine>, Vec<Scalar>)> = vec![
+                ("random", bases[..n].to_vec(), random_scalars(n, 500 + i as u64)),
+                ("witness-like (0, 1, r-1)", bases[..n].to_vec(), witness_scalars(n, i as u64)),
+            ];
+            if n <= 1 << 20 {
+                // One point repeated (bucket doublings) with identities mixed in.
+                let p = bases[0];
+                let mut repeated: Vec<C::Affine> = vec![p; n];
+                for k in (0..n).step_by(5) {
+                    repeated[k] = C::identity_affine();
+                }
+                cases.push(("repeated point + identities", repeated, edge_scalars(n)));
+                cases.push(("all zero scalars", bases[..n].to_vec(), vec![Scalar::ZERO; n]));
+                cases.push(("all one scalars", bases[..n].to_vec(), vec![Scalar::ONE; n]));
+            }
+            for (name, b, s) in cases {
+                let clock = Instant::now();
+                let (got, _) = C::gpu_msm(self.gpu, &b, &s)?;
+                let gpu_s = clock.elapsed().as_secs_f64();
+                let clock = Instant::now();
+                let (want, _) = msm::<C>(&b, &s);
+                let cpu_s = clock.elapsed().as_secs_f64();
+                self.report(got == want, format!("msm {} n {n} {name}", C::NAME), gpu_s, cpu_s);
+            }
+        }
+        let _ = self.gpu.take_stage_times();
+        Ok(())
+    }
+}
+
+fn sizes(max_log2: u32, logs: &[u32]) -> Vec<u32> {
+    logs.iter().copied().filter(|&l| l <= max_log2).collect()
+}
+
+fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    (0..n)
+        .into_par_iter()
+        .chunks(1 << 14)
+        .flat_map_iter(|chunk| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((chunk[0] as u64) << 20));
+            chunk.into_iter().map(move |_| Scalar::random(&mut rng))
+        })
+        .collect()
+}
+
+/// 0, 1, r - 1, 2, r - 2 and small powers of two, cycling.
+fn edge_scalars(n: usize) -> Vec<Scalar> {
+    let edges = [
+        Scalar::ZERO,
+        Scalar::ONE,
+        -Scalar::ONE,
+        Scalar::from(2),
+        -Scalar::from(2),
+        Scalar::from(1 << 15),
+        Scalar::from(u64::MAX),
+    ];
+    (0..n).map(|i| edges[i % edges.len()]).collect()
+}
+
+/// Mostly 0 and 1, some r - 1 and some random, as in real witnesses.
+fn witness_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| match rng.gen_range(0..100) {
+            0..=49 => Scalar::ZERO,
+            50..=89 => Scalar::ONE,
+            90..=92 => -Scalar::ONE,
+            _ => Scalar::random(&mut rng),
+        })
+        .collect()
+}
+
+trait TestCurve: MsmCurve + Curve<AffineRepr = <Self as MsmCurve>::Affine> + PartialEq {
+    fn identity_affine() -> <Self as MsmCurve>::Affine;
+    const NAME: &'static str;
+    fn random_bases(n: usize, seed: u64) -> Vec<<Self as MsmCurve>::Affine>;
+    fn gpu_msm(
+        gpu: &GpuBackend,
+        bases: &[<Self as MsmCurve>::Affine],
+        scalars: &[Scalar],
+    ) -> Result<(Self, crate::groth16::msm::MsmStats)>;
+}
+
+macro_rules! test_curve {
+    ($proj:ty, $affine:ty, $name:literal, $msm:ident) => {
+        impl TestCurve for $proj {
+            const NAME: &'static str = $name;
+            fn identity_affine() -> $affine {
+                <$affine>::default()
+            }
+            /// Distinct points by walking from a random start with a random step.
+            fn random_bases(n: usize, seed: u64) -> Vec<$affine> {
+                let chunk = 1 << 12;
+                let proj: Vec<$proj> = (0..n.div_ceil(chunk))
+                    .into_par_iter()
+                    .flat_map_iter(|c| {
+                        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32));
+                        let mut p = <$proj>::random(&mut rng);
+                        let step = <$proj>::random(&mut rng);
+                        (0..chunk.min(n - c * chunk)).map(move |_| {
+                            p += step;
+                            p
+                        })
+                    })
+                    .collect();
+                let mut out = vec![<$affine>::default(); n];
+                <$proj>::batch_normalize(&proj, &mut out);
+                out
+            }
+            fn gpu_msm(
+                gpu: &GpuBackend,
+                bases: &[$affine],
+                scalars: &[Scalar],
+            ) -> Result<(Self, crate::groth16::msm::MsmStats)> {
+                Ok(gpu.$msm(bases, scalars)?)
+            }
+        }
+    };
+}
+
+test_curve!(G1Projective, G1Affine, "g1", msm_g1);
+test_curve!(G2Projective, G2Affine, "g2", msm_g2);
