@@ -347,6 +347,11 @@ fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
     let (status, st) = server.get_json("/v1/status");
     assert_eq!(status, 200);
     assert_eq!(st["running"], 0, "{st}");
+    if cuzk::gpu::discover(&[]).is_err() {
+        // No GPU here (CI): backend "auto" proved these on the CPU.
+        assert_eq!(st["backend"], "cpu", "{st}");
+        assert_eq!(st["gpus"], serde_json::json!([]), "{st}");
+    }
     assert!(st["budget"]["total_bytes"].as_u64().unwrap() > 0, "{st}");
     assert!(st["budget"]["source"]["kind"].is_string(), "{st}");
     let budget = m
@@ -354,6 +359,38 @@ fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
         .iter()
         .find(|s| s.metric == "cuzk_memory_budget_bytes");
     assert!(budget.is_some_and(|s| matches!(s.value, prometheus_parse::Value::Gauge(v) if v > 0.0)));
+}
+
+#[test]
+fn without_a_gpu_backend_gpu_is_refused_at_start_in_one_line() {
+    if cuzk::gpu::discover(&[]).is_ok() {
+        eprintln!("skipped: this machine has a GPU");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["serve"])
+        .env("CUZK_JOBS__DATA_DIR", dir.path())
+        .env("CUZK_API__LISTEN", format!("127.0.0.1:{}", free_port()))
+        .env("CUZK_PROVING__BACKEND", "gpu")
+        .env("CUZK_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("no usable GPU"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["selftest", "--gpu"])
+        .env("CUZK_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).starts_with("error: no GPU: "),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

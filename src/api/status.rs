@@ -23,7 +23,7 @@ pub async fn status(State(app): State<Arc<App>>) -> Response {
         "draining": app.draining(),
         "budget": app.budget,
         "backend": engine.backend,
-        "gpus": [],
+        "gpus": engine.gpus,
         "workers": engine.workers,
         "running": engine.running,
         "queued": engine.queued,

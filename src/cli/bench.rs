@@ -74,6 +74,8 @@ pub enum BenchCommand {
         budget_bytes: Option<u64>,
         #[command(flatten)]
         params: ParamsLocation,
+        #[command(flatten)]
+        backend: BackendArgs,
     },
     /// Time one G1 MSM of random points and scalars.
     Msm {
@@ -120,10 +122,19 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             depth,
             budget_bytes,
             params,
+            backend,
         } => {
             params.apply()?;
+            let provers = backend.select()?;
             let request = fresh_sample(kind, sector_size)?;
-            bench_pipeline(&request, jobs, workers, depth, budget_bytes.unwrap_or(0))
+            bench_pipeline(
+                &request,
+                jobs,
+                workers,
+                depth,
+                budget_bytes.unwrap_or(0),
+                provers,
+            )
         }
         BenchCommand::Msm { log2 } => bench_msm(log2),
     }
@@ -266,20 +277,25 @@ fn bench_pipeline(
     workers: usize,
     depth: usize,
     budget_bytes: u64,
+    provers: crate::groth16::Provers,
 ) -> Result<()> {
     use crate::engine::pipeline::Pipeline;
-    use crate::engine::{Engine, Limits, Stage};
+    use crate::engine::{Engine, Limits, Proving, Stage};
     use crate::jobs::{JobState, JobStore};
     use crate::memory::{Budget, System};
 
     let data = tempfile::tempdir()?;
     let budget = Budget::detect(&System::default(), budget_bytes, 1 << 30)?;
     let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+    let (backend, devices) = (provers.name(), provers.backends.len());
     let engine = Engine::start(
         JobStore::open(data.path())?,
         metrics,
-        Pipeline::new(budget.total_bytes, depth, 1),
-        workers,
+        Proving {
+            pipeline: Pipeline::new(budget.total_bytes, depth, provers.backends.len()),
+            provers,
+            workers,
+        },
         Limits {
             max_queued_jobs: jobs.max(1),
             retention: std::time::Duration::from_secs(86_400),
@@ -340,6 +356,8 @@ fn bench_pipeline(
             "kind": request.kind(),
             "jobs": jobs,
             "workers": workers,
+            "backend": backend,
+            "devices": devices,
             "depth": depth,
             "budget_bytes": budget.total_bytes,
             "budget_source": budget.source.to_string(),

@@ -69,6 +69,9 @@ pub fn run(args: SelftestArgs) -> Result<()> {
     Ok(())
 }
 
+/// A named MSM input: bases and scalars.
+type Case<A> = (&'static str, Vec<A>, Vec<Scalar>);
+
 struct Tester<'a> {
     gpu: &'a GpuBackend,
     failures: usize,
@@ -91,7 +94,10 @@ impl Tester<'_> {
         let logs = sizes(max_log2, &[0, 1, 2, 3, 5, 8, 11, 16, 20, 22, 24]);
         for log_n in logs {
             let n = 1usize << log_n;
-            for (name, v) in [("random", random_scalars(n, log_n as u64)), ("edge", edge_scalars(n))] {
+            for (name, v) in [
+                ("random", random_scalars(n, log_n as u64)),
+                ("edge", edge_scalars(n)),
+            ] {
                 for inverse in [false, true] {
                     let domain = Domain::get(log_n)?;
                     let clock = Instant::now();
@@ -105,10 +111,8 @@ impl Tester<'_> {
                         domain.fft(&mut want);
                     }
                     let cpu_s = clock.elapsed().as_secs_f64();
-                    let what = format!(
-                        "{} 2^{log_n} {name}",
-                        if inverse { "intt" } else { "ntt " }
-                    );
+                    let what =
+                        format!("{} 2^{log_n} {name}", if inverse { "intt" } else { "ntt " });
                     self.report(got == want, what, gpu_s, cpu_s);
                 }
             }
@@ -125,7 +129,11 @@ impl Tester<'_> {
         for (i, len) in lens.into_iter().enumerate() {
             let seed = 100 + i as u64;
             let (a, b, c) = if i % 3 == 2 {
-                (edge_scalars(len), random_scalars(len, seed), edge_scalars(len))
+                (
+                    edge_scalars(len),
+                    random_scalars(len, seed),
+                    edge_scalars(len),
+                )
             } else {
                 (
                     random_scalars(len, seed),
@@ -147,13 +155,25 @@ impl Tester<'_> {
 
     fn msm<C: TestCurve>(&mut self, max_log2: u32) -> Result<()> {
         let mut lens: Vec<usize> = vec![1, 2, 3, 7, 100, 1000, 1025, 4097, 65537];
-        lens.extend(sizes(max_log2, &[20, 22, 24]).into_iter().map(|l| 1usize << l));
+        lens.extend(
+            sizes(max_log2, &[20, 22, 24])
+                .into_iter()
+                .map(|l| 1usize << l),
+        );
         let max = *lens.iter().max().unwrap_or(&1);
         let bases = C::random_bases(max, 7);
         for (i, &n) in lens.iter().enumerate() {
-            let mut cases: Vec<(&str, Vec<C::Affine>, Vec<Scalar>)> = vec![
-                ("random", bases[..n].to_vec(), random_scalars(n, 500 + i as u64)),
-                ("witness-like (0, 1, r-1)", bases[..n].to_vec(), witness_scalars(n, i as u64)),
+            let mut cases: Vec<Case<C::Affine>> = vec![
+                (
+                    "random",
+                    bases[..n].to_vec(),
+                    random_scalars(n, 500 + i as u64),
+                ),
+                (
+                    "witness-like (0, 1, r-1)",
+                    bases[..n].to_vec(),
+                    witness_scalars(n, i as u64),
+                ),
             ];
             if n <= 1 << 20 {
                 // One point repeated (bucket doublings) with identities mixed in.
@@ -163,7 +183,11 @@ impl Tester<'_> {
                     repeated[k] = C::identity_affine();
                 }
                 cases.push(("repeated point + identities", repeated, edge_scalars(n)));
-                cases.push(("all zero scalars", bases[..n].to_vec(), vec![Scalar::ZERO; n]));
+                cases.push((
+                    "all zero scalars",
+                    bases[..n].to_vec(),
+                    vec![Scalar::ZERO; n],
+                ));
                 cases.push(("all one scalars", bases[..n].to_vec(), vec![Scalar::ONE; n]));
             }
             for (name, b, s) in cases {
@@ -173,7 +197,12 @@ impl Tester<'_> {
                 let clock = Instant::now();
                 let (want, _) = msm::<C>(&b, &s);
                 let cpu_s = clock.elapsed().as_secs_f64();
-                self.report(got == want, format!("msm {} n {n} {name}", C::NAME), gpu_s, cpu_s);
+                self.report(
+                    got == want,
+                    format!("msm {} n {n} {name}", C::NAME),
+                    gpu_s,
+                    cpu_s,
+                );
             }
         }
         let _ = self.gpu.take_stage_times();

@@ -16,7 +16,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use crate::api::{router, App};
 use crate::config::{self, Settings};
 use crate::engine::pipeline::Pipeline;
-use crate::engine::{Engine, Limits};
+use crate::engine::{Engine, Limits, Proving};
 use crate::jobs::JobStore;
 use crate::memory::{Budget, System};
 use crate::metrics::Metrics;
@@ -69,12 +69,21 @@ pub fn run(args: ServeArgs) -> Result<()> {
     metrics.budget_bytes.set(budget.total_bytes as i64);
     metrics.memory_limit_bytes.set(budget.limit_bytes as i64);
     let notifier = Notifier::from_env().map(Arc::new);
-    let pipeline = Pipeline::new(budget.total_bytes, settings.depth, settings.provers);
+    let provers = crate::groth16::select(
+        settings.backend,
+        &settings.gpus,
+        &settings.data_dir.join("kernels"),
+    )?;
+    let slots = settings.provers * provers.backends.len();
+    let pipeline = Pipeline::new(budget.total_bytes, settings.depth, slots);
     let engine = Engine::start(
         store,
         metrics.clone(),
-        pipeline,
-        settings.workers,
+        Proving {
+            pipeline,
+            provers,
+            workers: settings.workers,
+        },
         limits(&settings),
         notifier.clone(),
         crate::systemd::watchdog_interval(),

@@ -4,6 +4,7 @@
 //! values checked). Nothing downstream reads the environment or the file again; SIGHUP re-reads
 //! them and applies what can change at runtime.
 
+use crate::groth16::BackendChoice;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -82,8 +83,12 @@ pub struct ProvingConfig {
     pub workers: usize,
     /// Partitions holding memory ahead of the prover (synthesizing or waiting for it).
     pub depth: usize,
-    /// Partitions proved at once.
+    /// Partitions proved at once on each device (each GPU, or the CPU).
     pub provers: usize,
+    /// auto (every GPU found, else the CPU), cpu, or gpu (refuse to start without one).
+    pub backend: BackendChoice,
+    /// GPU ordinals to prove on (empty: all).
+    pub gpus: Vec<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -124,6 +129,8 @@ impl Default for ProvingConfig {
             workers: 2,
             depth: 2,
             provers: 1,
+            backend: BackendChoice::Auto,
+            gpus: Vec::new(),
         }
     }
 }
@@ -153,6 +160,8 @@ pub struct Settings {
     pub workers: usize,
     pub depth: usize,
     pub provers: usize,
+    pub backend: BackendChoice,
+    pub gpus: Vec<usize>,
     pub drain_timeout: Duration,
     pub status_interval: Duration,
 }
@@ -259,6 +268,8 @@ impl Config {
             workers: self.proving.workers,
             depth: self.proving.depth,
             provers: self.proving.provers,
+            backend: self.proving.backend,
+            gpus: self.proving.gpus.clone(),
             drain_timeout: Duration::from_secs(self.service.drain_timeout_secs),
             status_interval: Duration::from_secs(self.service.status_interval_secs),
         })

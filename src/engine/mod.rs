@@ -30,7 +30,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::circuits::{CircuitError, ProofKind, ProofRequest};
-use crate::groth16::{prove, CpuBackend};
+use crate::gpu::GpuInfo;
+use crate::groth16::{prove, Provers};
 use crate::jobs::{now_ms, JobError, JobRecord, JobState, JobStore, Progress, Timings};
 use crate::metrics::Metrics;
 use crate::srs::Srs;
@@ -88,6 +89,8 @@ struct Inner {
     metrics: Arc<Metrics>,
     ledger: Ledger,
     pipeline: Arc<pipeline::Pipeline>,
+    /// The backends partitions are proved on: prover slot i uses backends[i % len].
+    provers: Provers,
     workers: usize,
     limits: Mutex<Limits>,
     state: Mutex<State>,
@@ -122,6 +125,7 @@ pub struct EngineStatus {
     pub pipeline: pipeline::PipelineStatus,
     pub parameters_loaded: Vec<PathBuf>,
     pub backend: &'static str,
+    pub gpus: Vec<GpuInfo>,
 }
 
 fn priority(kind: ProofKind) -> u8 {
@@ -140,20 +144,33 @@ fn sha256_hex(bytes: &[u8]) -> String {
     crate::circuits::request::hex(&Sha256::digest(bytes))
 }
 
+/// What proves: the pipeline's gates, the backends behind the prover slots, and how many jobs
+/// run at once.
+pub struct Proving {
+    pub pipeline: Arc<pipeline::Pipeline>,
+    pub provers: Provers,
+    pub workers: usize,
+}
+
 impl Engine {
     /// Loads the stored jobs (queued and interrupted ones run again) and starts the engine loop.
     pub fn start(
         store: JobStore,
         metrics: Arc<Metrics>,
-        pipeline: Arc<pipeline::Pipeline>,
-        workers: usize,
+        proving: Proving,
         limits: Limits,
         notifier: Option<Arc<Notifier>>,
         watchdog: Option<Duration>,
     ) -> Result<Engine> {
+        let Proving {
+            pipeline,
+            provers,
+            workers,
+        } = proving;
         let inner = Arc::new(Inner {
             ledger: Ledger::new(metrics.clone()),
             pipeline,
+            provers,
             store,
             metrics,
             workers,
@@ -313,7 +330,8 @@ impl Engine {
             ledger: self.inner.ledger.snapshot(),
             pipeline: self.inner.pipeline.snapshot(),
             parameters_loaded,
-            backend: "cpu",
+            backend: self.inner.provers.name(),
+            gpus: self.inner.provers.gpus.clone(),
         }
     }
 
@@ -650,8 +668,9 @@ impl Inner {
                 .map_err(refused)?;
             self.stage(job, "proving")?;
             let entry = entry.move_to(Stage::Proving, synth.heap_bytes());
+            let backend = &self.provers.backends[slot.id() % self.provers.backends.len()];
             let (proof, timings) = prove(
-                &CpuBackend,
+                backend.as_ref(),
                 &srs,
                 synth,
                 Scalar::random(&mut OsRng),

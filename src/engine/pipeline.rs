@@ -4,7 +4,7 @@
 //! holds budget bytes until dropped, on success, error and cancellation alike.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -27,10 +27,12 @@ struct State {
     /// Tickets admitted by the dispatcher, not yet picked up by their threads.
     admitted: HashSet<u64>,
     next_ticket: u64,
-    provers_free: usize,
+    /// Prover slots not in use, by id.
+    free_slots: Vec<usize>,
     /// (priority, arrival, ticket) waiting for a prover.
     prover_queue: BinaryHeap<Reverse<(u8, u64, u64)>>,
-    granted: HashSet<u64>,
+    /// Ticket -> the slot granted to it.
+    granted: HashMap<u64, usize>,
 }
 
 pub struct Pipeline {
@@ -46,21 +48,30 @@ pub struct Reservation {
     ahead: bool,
 }
 
-/// The prover, for one partition.
+/// A prover slot, for one partition. Slot `id` proves on device `id % devices`.
 pub struct ProverSlot {
     pipeline: Arc<Pipeline>,
+    id: usize,
+}
+
+impl ProverSlot {
+    pub fn id(&self) -> usize {
+        self.id
+    }
 }
 
 impl Pipeline {
-    pub fn new(budget: u64, depth: usize, provers: usize) -> Arc<Self> {
+    /// `slots` partitions are proved at once (provers per device times devices).
+    pub fn new(budget: u64, depth: usize, slots: usize) -> Arc<Self> {
         Arc::new(Pipeline {
             state: Mutex::new(State {
                 dispatcher: Dispatcher::new(budget, depth),
                 admitted: HashSet::new(),
                 next_ticket: 0,
-                provers_free: provers.max(1),
+                // Popped from the end: slot 0 (the first device) is handed out first.
+                free_slots: (0..slots.max(1)).rev().collect(),
                 prover_queue: BinaryHeap::new(),
-                granted: HashSet::new(),
+                granted: HashMap::new(),
             }),
             changed: Condvar::new(),
         })
@@ -141,22 +152,23 @@ impl Pipeline {
         st.next_ticket += 1;
         st.prover_queue.push(Reverse((priority, ticket, ticket)));
         loop {
-            if st.provers_free > 0 {
+            if !st.free_slots.is_empty() {
                 if let Some(Reverse((_, _, head))) = st.prover_queue.peek() {
                     let head = *head;
                     st.prover_queue.pop();
-                    st.provers_free -= 1;
-                    st.granted.insert(head);
+                    let slot = st.free_slots.pop().expect("checked non-empty");
+                    st.granted.insert(head, slot);
                     self.changed.notify_all();
                 }
             }
-            if st.granted.remove(&ticket) {
+            if let Some(id) = st.granted.remove(&ticket) {
                 // On the prover: no longer ahead of it, room for the next admission.
                 st.dispatcher.on_gpu();
                 reservation.ahead = false;
                 self.pump(&mut st);
                 return Ok(ProverSlot {
                     pipeline: self.clone(),
+                    id,
                 });
             }
             if cancelled.load(Ordering::SeqCst) {
@@ -215,7 +227,7 @@ impl Drop for ProverSlot {
     fn drop(&mut self) {
         let p = &self.pipeline;
         let mut st = p.lock();
-        st.provers_free += 1;
+        st.free_slots.push(self.id);
         p.changed.notify_all();
     }
 }
@@ -259,5 +271,20 @@ mod tests {
         drop(other);
         let s = p.snapshot();
         assert_eq!((s.reserved_bytes, s.ahead_of_prover), (0, 0));
+    }
+
+    #[test]
+    fn each_device_gets_its_own_prover_slot() {
+        // Two devices: two partitions prove at once, on slots 0 and 1; a third waits for one.
+        let p = Pipeline::new(1000, 3, 2);
+        let no = AtomicBool::new(false);
+        let mut r: Vec<Reservation> = (0..3).map(|_| p.admit(2, 10, &no).unwrap()).collect();
+        let first = p.prover(2, &mut r[0], &no).unwrap();
+        let second = p.prover(2, &mut r[1], &no).unwrap();
+        assert_eq!((first.id(), second.id()), (0, 1));
+        let yes = AtomicBool::new(true);
+        assert!(p.prover(2, &mut r[2], &yes).is_err(), "no third slot");
+        drop(second);
+        assert_eq!(p.prover(2, &mut r[2], &no).unwrap().id(), 1);
     }
 }

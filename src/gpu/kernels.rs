@@ -33,7 +33,11 @@ pub const KERNELS: [&str; 9] = [
 ];
 
 pub fn source() -> String {
-    SOURCES.iter().map(|(_, s)| *s).collect::<Vec<_>>().join("\n")
+    SOURCES
+        .iter()
+        .map(|(_, s)| *s)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn options(arch: &str) -> Vec<String> {
@@ -129,11 +133,18 @@ pub fn load(dir: &Path, arch: &str) -> Result<(Vec<u8>, Origin, Duration)> {
     let path = cache_path(dir, arch)?;
     match std::fs::read(&path) {
         Ok(bytes) if looks_like_elf(&bytes) => return Ok((bytes, Origin::Cache, start.elapsed())),
-        Ok(_) => tracing::warn!(path = %path.display(), "cached cubin is not an ELF image; recompiling"),
+        Ok(_) => {
+            tracing::warn!(path = %path.display(), "cached cubin is not an ELF image; recompiling")
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => tracing::warn!(path = %path.display(), error = %e, "cached cubin unreadable; recompiling"),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cached cubin unreadable; recompiling")
+        }
     }
-    tracing::info!(arch, "compiling the CUDA kernels with NVRTC (once per version and device)");
+    tracing::info!(
+        arch,
+        "compiling the CUDA kernels with NVRTC (once per version and device)"
+    );
     let cubin = compile(arch)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     crate::persist::write_atomic(&path, &cubin)?;
@@ -181,7 +192,9 @@ mod tests {
         assert!(looks_like_elf(&cubin));
         for k in KERNELS {
             assert!(
-                cubin.windows(k.len() + 1).any(|w| &w[..k.len()] == k.as_bytes() && w[k.len()] == 0),
+                cubin
+                    .windows(k.len() + 1)
+                    .any(|w| &w[..k.len()] == k.as_bytes() && w[k.len()] == 0),
                 "kernel {k} missing from the cubin"
             );
         }
@@ -205,6 +218,9 @@ mod tests {
         }
         let bad = "extern \"C\" __global__ void k() { undefined_name = 1; }";
         let err = compile_source(bad, "sm_90").unwrap_err().to_string();
-        assert!(err.contains("sm_90") && err.contains("undefined_name"), "{err}");
+        assert!(
+            err.contains("sm_90") && err.contains("undefined_name"),
+            "{err}"
+        );
     }
 }

@@ -127,7 +127,11 @@ impl GpuBackend {
         Ok(now)
     }
 
-    fn upload<T: Words>(&self, host: &[T], len_words: usize) -> Result<CudaSlice<u32>, DriverError> {
+    fn upload<T: Words>(
+        &self,
+        host: &[T],
+        len_words: usize,
+    ) -> Result<CudaSlice<u32>, DriverError> {
         let words = words(host);
         let mut dev = if words.len() == len_words {
             // SAFETY: fully overwritten by the copy below.
@@ -143,7 +147,12 @@ impl GpuBackend {
     }
 
     /// In place over `v` (2^log_n scalars): evaluations at `tables`' root's powers.
-    fn ntt_in_place(&self, v: &mut CudaSlice<u32>, log_n: u32, t: &Tables) -> Result<(), DriverError> {
+    fn ntt_in_place(
+        &self,
+        v: &mut CudaSlice<u32>,
+        log_n: u32,
+        t: &Tables,
+    ) -> Result<(), DriverError> {
         let n = 1usize << log_n;
         launch!(self, &self.k.bit_reverse, n, 256; &mut *v, &log_n);
         for stage in 0..log_n {
@@ -223,7 +232,11 @@ impl GpuBackend {
         a.resize(n - 1, Scalar::ZERO);
         self.stream
             .memcpy_dtoh(&da.slice(0..(n - 1) * 8), words_mut(&mut a))?;
-        self.record(format!("h.download (2^{log_n})"), clock, ((n - 1) * 32) as u64)?;
+        self.record(
+            format!("h.download (2^{log_n})"),
+            clock,
+            ((n - 1) * 32) as u64,
+        )?;
         Ok(a)
     }
 
@@ -308,7 +321,9 @@ impl GpuBackend {
     fn ntt_on_device(&self, v: &mut [Scalar], inverse: bool) -> Result<(), GpuError> {
         let n = v.len();
         if !n.is_power_of_two() {
-            return Err(GpuError::Shape(format!("NTT of {n} points: not a power of two")));
+            return Err(GpuError::Shape(format!(
+                "NTT of {n} points: not a power of two"
+            )));
         }
         let log_n = n.trailing_zeros();
         if log_n > Scalar::S {
@@ -320,7 +335,11 @@ impl GpuBackend {
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         let mut d = self.upload(v, n * 8)?;
         let omega = root_of_unity(log_n);
-        let base = if inverse { omega.invert().expect("non-zero") } else { omega };
+        let base = if inverse {
+            omega.invert().expect("non-zero")
+        } else {
+            omega
+        };
         self.ntt_in_place(&mut d, log_n, &self.tables(base, log_n - 1, Scalar::ONE)?)?;
         if inverse {
             let n_inv = Scalar::from(n as u64).invert().expect("n < r");
@@ -389,7 +408,9 @@ impl GpuError {
         match self {
             GpuError::Domain(d) => ProveError::Domain(d),
             GpuError::Shape(s) => ProveError::ShapeMismatch(s),
-            GpuError::Driver(e) => ProveError::Device(format!("GPU {} ({}): {e}", gpu.ordinal, gpu.name)),
+            GpuError::Driver(e) => {
+                ProveError::Device(format!("GPU {} ({}): {e}", gpu.ordinal, gpu.name))
+            }
         }
     }
 }
@@ -488,7 +509,12 @@ impl GpuCurve for G1Projective {
         &k.reduce_g1
     }
     fn from_xyzz(w: &[u32]) -> Self {
-        let (x, y, zz, zzz) = (fp(&w[0..12]), fp(&w[12..24]), fp(&w[24..36]), fp(&w[36..48]));
+        let (x, y, zz, zzz) = (
+            fp(&w[0..12]),
+            fp(&w[12..24]),
+            fp(&w[24..36]),
+            fp(&w[36..48]),
+        );
         if bool::from(zz.is_zero()) {
             return G1Projective::identity();
         }
@@ -509,7 +535,12 @@ impl GpuCurve for G2Projective {
         &k.reduce_g2
     }
     fn from_xyzz(w: &[u32]) -> Self {
-        let (x, y, zz, zzz) = (fp2(&w[0..24]), fp2(&w[24..48]), fp2(&w[48..72]), fp2(&w[72..96]));
+        let (x, y, zz, zzz) = (
+            fp2(&w[0..24]),
+            fp2(&w[24..48]),
+            fp2(&w[48..72]),
+            fp2(&w[72..96]),
+        );
         if bool::from(zz.is_zero()) {
             return G2Projective::identity();
         }
@@ -548,14 +579,32 @@ mod tests {
 
     #[test]
     fn msm_shapes_cover_every_size() {
-        for (n, max) in [(1, 2048), (2, 2048), (17, 2048), (1000, 2048), (1 << 22, 2048), (1 << 22, 1024), (3 << 20, 2048)] {
+        for (n, max) in [
+            (1, 2048),
+            (2, 2048),
+            (17, 2048),
+            (1000, 2048),
+            (1 << 22, 2048),
+            (1 << 22, 1024),
+            (3 << 20, 2048),
+        ] {
             let s = MsmShape::new(n, max);
             assert!(s.c >= 2 && s.c <= 15);
-            assert!(s.windows * s.c >= 256, "windows cover 255 bits and the last carry");
+            assert!(
+                s.windows * s.c >= 256,
+                "windows cover 255 bits and the last carry"
+            );
             assert!(s.groups.is_power_of_two() && s.groups <= max);
             assert!(s.groups as usize <= n.max(1));
         }
-        assert_eq!(MsmShape::new(1 << 22, 2048), MsmShape { c: 8, windows: 32, groups: 2048 });
+        assert_eq!(
+            MsmShape::new(1 << 22, 2048),
+            MsmShape {
+                c: 8,
+                windows: 32,
+                groups: 2048
+            }
+        );
     }
 
     #[test]

@@ -67,7 +67,11 @@ pub fn select(choice: BackendChoice, gpus: &[usize], kernel_cache: &Path) -> Res
                 provers.backends.push(Arc::new(b));
             }
             Err(e) if choice == BackendChoice::Auto => {
-                tracing::warn!(gpu = g.info.ordinal, error = format!("{e:#}"), "GPU unusable: skipped");
+                tracing::warn!(
+                    gpu = g.info.ordinal,
+                    error = format!("{e:#}"),
+                    "GPU unusable: skipped"
+                );
             }
             Err(e) => bail!("GPU {} ({}): {e:#}", g.info.ordinal, g.info.name),
         }
@@ -97,7 +101,13 @@ mod tests {
         assert!(auto.gpus.is_empty());
         let err = select(BackendChoice::Gpu, &[], dir.path()).err().unwrap();
         let msg = format!("{err:#}");
-        assert!(msg.contains("no usable GPU") && !msg.contains('\n'), "{msg}");
-        assert_eq!(select(BackendChoice::Cpu, &[0], dir.path()).unwrap().name(), "cpu");
+        assert!(
+            msg.contains("no usable GPU") && !msg.contains('\n'),
+            "{msg}"
+        );
+        assert_eq!(
+            select(BackendChoice::Cpu, &[0], dir.path()).unwrap().name(),
+            "cpu"
+        );
     }
 }
