@@ -18,6 +18,14 @@ use crate::groth16::domain::Domain;
 use crate::groth16::msm::{msm, MsmCurve};
 use crate::groth16::{Backend, CpuBackend, GpuBackend};
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Check {
+    Ntt,
+    H,
+    G1,
+    G2,
+}
+
 #[derive(Args)]
 pub struct SelftestArgs {
     /// Compare the GPU backend with the CPU backend (the only selftest there is).
@@ -26,6 +34,9 @@ pub struct SelftestArgs {
     /// Largest size tested, log2 (NTT length, H domain, MSM points).
     #[arg(long, default_value_t = 24)]
     max_log2: u32,
+    /// Which checks to run (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Check>,
     /// Devices to test (default: all).
     #[arg(long, value_delimiter = ',')]
     gpus: Vec<usize>,
@@ -55,10 +66,19 @@ pub fn run(args: SelftestArgs) -> Result<()> {
             failures: 0,
             checks: 0,
         };
-        t.ntt(args.max_log2)?;
-        t.h(args.max_log2)?;
-        t.msm::<G1Projective>(args.max_log2)?;
-        t.msm::<G2Projective>(args.max_log2)?;
+        let wanted = |c: Check| args.only.is_empty() || args.only.contains(&c);
+        if wanted(Check::Ntt) {
+            t.ntt(args.max_log2)?;
+        }
+        if wanted(Check::H) {
+            t.h(args.max_log2)?;
+        }
+        if wanted(Check::G1) {
+            t.msm::<G1Projective>(args.max_log2)?;
+        }
+        if wanted(Check::G2) {
+            t.msm::<G2Projective>(args.max_log2)?;
+        }
         failures += t.failures;
         checks += t.checks;
     }
