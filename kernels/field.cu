@@ -3,7 +3,9 @@
 // Fp, 2^256 for Fr), so buffers made by blstrs go to the device unchanged.
 //
 // The arithmetic is written in portable C++ so that it compiles for the device under NVRTC and for
-// the host under a C++ compiler (kernels/hostcheck.cpp checks it against big-integer arithmetic).
+// the host under a C++ compiler (kernels/hostcheck/ checks it against big-integer arithmetic). On
+// the device, Montgomery multiplication uses PTX carry chains instead (CUZK_PORTABLE_FIELD turns
+// them off); `cuzk selftest --gpu` checks that version against the CPU.
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define FN __device__ __forceinline__
@@ -33,6 +35,89 @@ CONST_ARRAY u32 FR_MODULUS[8] = {0x00000001, 0xffffffff, 0xfffe5bfe, 0x53bda402,
 #define FP_INV 0xfffcfffdu
 #define FR_INV 0xffffffffu
 
+// r = t - m if t (N + 1 words) >= m, else t: t < 2m.
+template <int N>
+FN void mont_final(u32 *r, const u32 *t, const u32 *m) {
+    u32 s[N];
+    u64 borrow = 0;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        u64 d = (u64)t[j] - m[j] - borrow;
+        s[j] = (u32)d;
+        borrow = (d >> 32) & 1;
+    }
+    bool keep = t[N] == 0 && borrow;
+#pragma unroll
+    for (int j = 0; j < N; j++) r[j] = keep ? t[j] : s[j];
+}
+
+#if defined(__CUDA_ARCH__) && !defined(CUZK_PORTABLE_FIELD)
+// PTX carry chains: each chain is one run of *.cc instructions (the carry flag lives between
+// consecutive statements of a chain and nothing between them touches it).
+FN u32 mad_lo_cc(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+FN u32 madc_lo_cc(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+FN u32 mad_hi_cc(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+FN u32 madc_hi_cc(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+FN u32 addc_cc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+FN u32 addc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("addc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+// t[0..N+1] += x * y[0..N-1] (x a word), as a low-half chain then a high-half chain.
+template <int N>
+FN void mul_word_add(u32 *t, u32 x, const u32 *y) {
+    t[0] = mad_lo_cc(y[0], x, t[0]);
+#pragma unroll
+    for (int j = 1; j < N; j++) t[j] = madc_lo_cc(y[j], x, t[j]);
+    t[N] = addc_cc(t[N], 0);
+    t[N + 1] = addc(t[N + 1], 0);
+    t[1] = mad_hi_cc(y[0], x, t[1]);
+#pragma unroll
+    for (int j = 1; j < N; j++) t[j + 1] = madc_hi_cc(y[j], x, t[j + 1]);
+    t[N + 1] = addc(t[N + 1], 0);
+}
+
+// CIOS Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 4.
+template <int N>
+FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
+    u32 t[N + 2];
+#pragma unroll
+    for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        mul_word_add<N>(t, b[i], a);
+        u32 q = t[0] * inv;
+        mul_word_add<N>(t, q, m);
+        // t[0] is now 0: divide by the word.
+#pragma unroll
+        for (int j = 0; j <= N; j++) t[j] = t[j + 1];
+        t[N + 1] = 0;
+    }
+    mont_final<N>(r, t, m);
+}
+#else
 // CIOS Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 4.
 template <int N>
 FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
@@ -63,19 +148,10 @@ FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
         t[N - 1] = (u32)c;
         t[N] = t[N + 1] + (u32)(c >> 32);
     }
-    // t < 2m: one conditional subtraction.
-    u32 s[N];
-    u64 borrow = 0;
-#pragma unroll
-    for (int j = 0; j < N; j++) {
-        u64 d = (u64)t[j] - m[j] - borrow;
-        s[j] = (u32)d;
-        borrow = (d >> 32) & 1;
-    }
-    bool keep = t[N] == 0 && borrow;
-#pragma unroll
-    for (int j = 0; j < N; j++) r[j] = keep ? t[j] : s[j];
+    mont_final<N>(r, t, m);
 }
+#endif
+
 
 template <int N>
 FN void mod_add(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
