@@ -9,10 +9,10 @@ use blstrs::Scalar;
 use ff::Field;
 use rand::rngs::OsRng;
 
-use super::ParamsLocation;
+use super::{BackendArgs, ParamsLocation};
 use crate::circuits::request::{C1Input, PorepC2Request};
 use crate::circuits::{ProofJob, ProofKind, ProofRequest};
-use crate::groth16::{prove, CpuBackend};
+use crate::groth16::{prove, Backend};
 use crate::srs::Srs;
 
 #[derive(clap::Args)]
@@ -32,14 +32,17 @@ pub struct ProveArgs {
     out: PathBuf,
     #[command(flatten)]
     params: ParamsLocation,
+    #[command(flatten)]
+    backend: BackendArgs,
 }
 
 pub fn run(args: ProveArgs) -> Result<()> {
     args.params.apply()?;
     let request = read_request(&args)?;
     let job = prepare(request)?;
+    let provers = args.backend.select()?;
     let srs = load_srs(&job.params_path())?;
-    let proof = prove_job(job.as_ref(), &srs)?;
+    let proof = prove_job(job.as_ref(), &srs, provers.backends[0].as_ref())?;
     crate::persist::write_atomic(&args.out, &proof)?;
     eprintln!(
         "proof verified; {} bytes written to {}",
@@ -127,26 +130,27 @@ pub(super) fn load_srs(path: &Path) -> Result<Srs> {
     Ok(srs)
 }
 
-/// Proves every partition on the CPU with fresh randomness and returns the verified proof bytes.
-pub(super) fn prove_job(job: &dyn ProofJob, srs: &Srs) -> Result<Vec<u8>> {
+/// Proves every partition on `backend` with fresh randomness and returns the verified proof bytes.
+fn prove_job(job: &dyn ProofJob, srs: &Srs, backend: &dyn Backend) -> Result<Vec<u8>> {
     let mut proofs = Vec::with_capacity(job.partitions());
     for k in 0..job.partitions() {
         let start = Instant::now();
         let synth = job.synthesize(k)?;
         let synth_s = start.elapsed().as_secs_f64();
         let (proof, t) = prove(
-            &CpuBackend,
+            backend,
             srs,
             synth,
             Scalar::random(&mut OsRng),
             Scalar::random(&mut OsRng),
         )?;
         eprintln!(
-            "partition {}/{}: synthesis {:.2}s, prove {:.2}s",
+            "partition {}/{}: synthesis {:.2}s, prove {:.2}s ({})",
             k + 1,
             job.partitions(),
             synth_s,
-            t.total.as_secs_f64()
+            t.total.as_secs_f64(),
+            backend.name()
         );
         proofs.push(proof);
     }
