@@ -28,6 +28,8 @@ pub struct Metrics {
     pub memory_limit_bytes: prometheus::IntGauge,
     /// Budget bytes held by partition reservations now (set when scraped).
     pub reserved_bytes: prometheus::IntGauge,
+    /// Budget bytes held by loaded parameter sets now (set when scraped).
+    pub parameters_bytes: prometheus::IntGauge,
     /// Partitions waiting for memory or depth to start synthesis (set when scraped).
     pub partitions_waiting: prometheus::IntGauge,
 }
@@ -78,6 +80,10 @@ impl Metrics {
             reserved_bytes: plain_gauge(
                 "cuzk_memory_reserved_bytes",
                 "Budget bytes held by partition reservations",
+            ),
+            parameters_bytes: plain_gauge(
+                "cuzk_memory_parameters_bytes",
+                "Budget bytes held by loaded Groth16 parameter sets",
             ),
             partitions_waiting: plain_gauge(
                 "cuzk_partitions_waiting",

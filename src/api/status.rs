@@ -65,6 +65,9 @@ pub async fn metrics(State(app): State<Arc<App>>) -> Response {
         .reserved_bytes
         .set(pipeline.reserved_bytes as i64);
     app.metrics
+        .parameters_bytes
+        .set(pipeline.parameters_bytes as i64);
+    app.metrics
         .partitions_waiting
         .set(pipeline.waiting_partitions as i64);
     (

@@ -8,6 +8,13 @@
 //! FIFO within a priority; partitions of several jobs interleave in that order. A partition that
 //! does not fit blocks those behind it (no smaller job jumps the queue and starves it).
 //!
+//! Parameter sets are reserved from the same budget as holds: admitted before partitions when
+//! they fit, never counted in the depth, and never blocking partitions while they wait (the
+//! partitions ahead belong to running jobs, which finish and give their memory back; the engine
+//! starts no new job while a hold waits). A hold next to others is admitted only if it leaves
+//! room for one more set of the largest size held: a partition is smaller than its parameter set,
+//! so every job holding a set can still start a partition and finish, and holds cannot deadlock.
+//!
 //! Pure state, no threads and no clock: the engine drives it, and so does the simulation test.
 
 use std::cmp::Reverse;
@@ -62,6 +69,9 @@ pub struct Dispatcher<T> {
     ahead_of_gpu: usize,
     seq: u64,
     queue: BinaryHeap<Queued<T>>,
+    holds: BinaryHeap<Queued<T>>,
+    /// Sizes of the holds admitted and not released.
+    held: Vec<u64>,
 }
 
 impl<T> Dispatcher<T> {
@@ -73,6 +83,8 @@ impl<T> Dispatcher<T> {
             ahead_of_gpu: 0,
             seq: 0,
             queue: BinaryHeap::new(),
+            holds: BinaryHeap::new(),
+            held: Vec::new(),
         }
     }
 
@@ -89,9 +101,40 @@ impl<T> Dispatcher<T> {
         Ok(())
     }
 
-    /// The next partition allowed to start synthesis, its reservation taken; or why none is.
+    /// Queues a hold (a parameter set): bytes kept until released, outside the depth.
+    pub fn enqueue_hold(&mut self, work: Work<T>) -> Result<(), Work<T>> {
+        if work.bytes > self.budget {
+            return Err(work);
+        }
+        self.seq += 1;
+        self.holds.push(Queued {
+            key: Reverse((work.priority, self.seq)),
+            work,
+        });
+        Ok(())
+    }
+
+    /// The next hold that fits, or else the next partition allowed to start synthesis, its
+    /// reservation taken; or why none is.
     pub fn admit(&mut self) -> Result<Work<T>, Blocked> {
-        let head = self.queue.peek().ok_or(Blocked::Empty)?;
+        if let Some(hold) = self.holds.peek() {
+            let bytes = hold.work.bytes;
+            let room = match self.held.iter().max() {
+                None => bytes,
+                Some(&largest) => bytes + bytes.max(largest),
+            };
+            if self.reserved + room <= self.budget {
+                let work = self.holds.pop().expect("peeked").work;
+                self.reserved += work.bytes;
+                self.held.push(work.bytes);
+                return Ok(work);
+            }
+        }
+        let head = self.queue.peek().ok_or(if self.holds.is_empty() {
+            Blocked::Empty
+        } else {
+            Blocked::Budget
+        })?;
         if self.ahead_of_gpu >= self.depth {
             return Err(Blocked::Depth);
         }
@@ -120,11 +163,25 @@ impl<T> Dispatcher<T> {
         self.reserved = self.reserved.saturating_sub(bytes);
     }
 
-    /// Removes queued partitions matching `drop` (a cancelled job's).
+    /// A hold given back.
+    pub fn release_hold(&mut self, bytes: u64) {
+        if let Some(i) = self.held.iter().position(|&b| b == bytes) {
+            self.held.swap_remove(i);
+        }
+        self.release(bytes);
+    }
+
+    /// Bytes of the holds admitted and not released.
+    pub fn held(&self) -> u64 {
+        self.held.iter().sum()
+    }
+
+    /// Removes queued partitions and holds matching `drop` (a cancelled job's).
     pub fn remove(&mut self, mut drop: impl FnMut(&T) -> bool) -> usize {
-        let before = self.queue.len();
+        let before = self.queue.len() + self.holds.len();
         self.queue.retain(|q| !drop(&q.work.item));
-        before - self.queue.len()
+        self.holds.retain(|q| !drop(&q.work.item));
+        before - self.queue.len() - self.holds.len()
     }
 
     pub fn reserved(&self) -> u64 {
@@ -381,5 +438,51 @@ mod simulation {
         assert_eq!(d.admit().unwrap_err(), Blocked::Empty);
         d.abandoned(4);
         assert_eq!((d.reserved(), d.ahead_of_gpu()), (0, 0));
+    }
+
+    #[test]
+    fn a_waiting_hold_neither_blocks_partitions_nor_counts_in_the_depth() {
+        let mut d: Dispatcher<&str> = Dispatcher::new(100, 1);
+        let work = |priority, bytes, item| Work {
+            priority,
+            bytes,
+            item,
+        };
+        // A parameter set of 60 is held; a partition of 30 is admitted (depth 1 is the
+        // partition's alone).
+        d.enqueue_hold(work(2, 60, "set-a")).unwrap();
+        d.enqueue(work(2, 30, "a-1")).unwrap();
+        assert_eq!(d.admit(), Ok(work(2, 60, "set-a")));
+        assert_eq!(d.admit(), Ok(work(2, 30, "a-1")));
+        assert_eq!(d.ahead_of_gpu(), 1);
+        // A more urgent set of 50 waits for room without stopping job a's next partition.
+        d.enqueue_hold(work(0, 50, "set-b")).unwrap();
+        d.enqueue(work(2, 10, "a-2")).unwrap();
+        d.on_gpu();
+        assert_eq!(d.admit(), Ok(work(2, 10, "a-2")));
+        assert_eq!(d.admit(), Err(Blocked::Budget));
+        // Job a ends: its partitions and its set go back, and set b is held.
+        d.release(30);
+        d.release(10);
+        assert_eq!(
+            d.admit(),
+            Err(Blocked::Budget),
+            "60 + 50 leaves no room for a partition"
+        );
+        d.release_hold(60);
+        assert_eq!(d.admit(), Ok(work(0, 50, "set-b")));
+        assert_eq!((d.reserved(), d.held()), (50, 50));
+        // Next to set b (50), a set of 20 needs 20 + 50 of room: 70 <= 100 - 50? No.
+        d.enqueue_hold(work(1, 20, "set-c")).unwrap();
+        assert_eq!(d.admit(), Err(Blocked::Budget));
+        d.release_hold(50);
+        assert_eq!(d.admit(), Ok(work(1, 20, "set-c")));
+        d.release_hold(20);
+        assert_eq!(
+            d.enqueue_hold(work(0, 101, "huge")).unwrap_err().item,
+            "huge"
+        );
+        d.enqueue_hold(work(1, 60, "cancelled")).unwrap();
+        assert_eq!(d.remove(|i| *i == "cancelled"), 1);
     }
 }

@@ -17,7 +17,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -102,12 +102,22 @@ struct Inner {
     notifier: Option<Arc<Notifier>>,
     /// Parameter sets in use, shared by concurrent jobs; the last one loaded stays resident.
     srs: Mutex<SrsCache>,
+    /// One parameter set loads at a time (held while it waits for budget and reads).
+    loading: Mutex<()>,
+    /// Loads waiting for budget: no new job starts meanwhile, so the sets in use drain.
+    loads_waiting: AtomicUsize,
     /// How often the engine loop pings the systemd watchdog (None: no watchdog).
     watchdog: Option<Duration>,
 }
 
 /// Parameter sets by path (alive while a job uses them) and the one kept resident.
-type SrsCache = (HashMap<PathBuf, Weak<Srs>>, Option<Arc<Srs>>);
+type SrsCache = (HashMap<PathBuf, Weak<LoadedSet>>, Option<Arc<LoadedSet>>);
+
+/// A loaded parameter set and the budget it holds, given back when the last user drops it.
+struct LoadedSet {
+    srs: Srs,
+    held: pipeline::Held,
+}
 
 #[derive(Clone)]
 pub struct Engine {
@@ -180,6 +190,8 @@ impl Engine {
             heartbeat_ms: AtomicU64::new(now_ms()),
             ready: AtomicBool::new(false),
             srs: Mutex::new((HashMap::new(), None)),
+            loading: Mutex::new(()),
+            loads_waiting: AtomicUsize::new(0),
             watchdog: watchdog.filter(|_| notifier.is_some()),
             notifier,
         });
@@ -395,7 +407,10 @@ impl Engine {
                 }
             }
             let mut st = lock(&inner.state);
-            while !st.draining && st.running < inner.workers {
+            while !st.draining
+                && st.running < inner.workers
+                && inner.loads_waiting.load(Ordering::SeqCst) == 0
+            {
                 let Some(Reverse((_, _, id))) = st.queue.pop() else {
                     break;
                 };
@@ -629,10 +644,30 @@ impl Inner {
                 stage: Some("loading-parameters".into()),
             }
         });
-        let srs = self.srs_for(&proof_job.params_path())?;
         let kind = proof_job.kind().as_str();
         let urgency = priority(proof_job.kind());
-        let estimate = partition_bytes(&srs);
+        let set = self.srs_for(&proof_job.params_path(), urgency, &job.cancel)?;
+        let srs = &set.srs;
+        let estimate = partition_bytes(srs);
+        if estimate > set.held.bytes() {
+            // The dispatcher's deadlock argument assumes a partition is smaller than its set.
+            tracing::warn!(
+                estimate,
+                set_bytes = set.held.bytes(),
+                "partition estimate exceeds its parameter set"
+            );
+        }
+        let budget = self.pipeline.snapshot().budget_bytes;
+        if set.held.bytes() + estimate > budget {
+            return Err(Ending::Failed(JobError {
+                kind: "over-budget".into(),
+                detail: format!(
+                    "the parameters ({} bytes) and one partition ({estimate} bytes) exceed the \
+                     memory budget ({budget} bytes)",
+                    set.held.bytes()
+                ),
+            }));
+        }
         let mut proofs = Vec::with_capacity(partitions);
         let (mut synthesis_s, mut prove_s) = (0.0, 0.0);
         for k in 0..partitions {
@@ -671,7 +706,7 @@ impl Inner {
             let backend = &self.provers.backends[slot.id() % self.provers.backends.len()];
             let (proof, timings) = prove(
                 backend.as_ref(),
-                &srs,
+                srs,
                 synth,
                 Scalar::random(&mut OsRng),
                 Scalar::random(&mut OsRng),
@@ -708,27 +743,59 @@ impl Inner {
         Ok(())
     }
 
-    /// The parameter set at `path`, shared with jobs using it now.
-    fn srs_for(&self, path: &Path) -> Result<Arc<Srs>, Ending> {
-        let mut cache = lock(&self.srs);
-        if let Some(srs) = cache.0.get(path).and_then(Weak::upgrade) {
-            return Ok(srs);
+    /// The parameter set at `path`, shared with jobs using it now; loaded (its file's size held
+    /// from the budget first, at the job's priority) when no job has it.
+    fn srs_for(
+        &self,
+        path: &Path,
+        urgency: u8,
+        cancel: &AtomicBool,
+    ) -> Result<Arc<LoadedSet>, Ending> {
+        let cached = |cache: &SrsCache| cache.0.get(path).and_then(Weak::upgrade);
+        if let Some(set) = cached(&lock(&self.srs)) {
+            return Ok(set);
         }
-        // The resident set goes first when another is needed: two sets are never held for
-        // the sake of a cache.
-        cache.1 = None;
+        let _one_load = lock(&self.loading);
+        {
+            let mut cache = lock(&self.srs);
+            if let Some(set) = cached(&cache) {
+                return Ok(set);
+            }
+            // The resident set goes first when another is needed: two sets are never held for
+            // the sake of a cache.
+            cache.1 = None;
+        }
+        let bytes = std::fs::metadata(path)
+            .map_err(|e| internal(format!("Groth16 parameters {}: {e}", path.display())))?
+            .len();
+        self.loads_waiting.fetch_add(1, Ordering::SeqCst);
+        let held = self.pipeline.hold(urgency, bytes, cancel);
+        self.loads_waiting.fetch_sub(1, Ordering::SeqCst);
+        self.wake.notify_all();
+        let held = held.map_err(|e| match e {
+            pipeline::Refused::Cancelled => Ending::Cancelled,
+            pipeline::Refused::TooLarge { budget, .. } => Ending::Failed(JobError {
+                kind: "over-budget".into(),
+                detail: format!(
+                    "the parameters {} ({bytes} bytes) exceed the memory budget ({budget} bytes)",
+                    path.display()
+                ),
+            }),
+        })?;
         let start = Instant::now();
-        let srs = Arc::new(Srs::read(path).map_err(|e| {
+        let srs = Srs::read(path).map_err(|e| {
             internal(format!(
                 "loading Groth16 parameters {}: {e:#}",
                 path.display()
             ))
-        })?);
-        tracing::info!(path = %path.display(), secs = start.elapsed().as_secs_f64(), "parameters loaded");
+        })?;
+        tracing::info!(path = %path.display(), secs = start.elapsed().as_secs_f64(), held_bytes = bytes, "parameters loaded");
+        let set = Arc::new(LoadedSet { srs, held });
+        let mut cache = lock(&self.srs);
         cache.0.retain(|_, w| w.strong_count() > 0);
-        cache.0.insert(path.to_path_buf(), Arc::downgrade(&srs));
-        cache.1 = Some(srs.clone());
-        Ok(srs)
+        cache.0.insert(path.to_path_buf(), Arc::downgrade(&set));
+        cache.1 = Some(set.clone());
+        Ok(set)
     }
 
     /// Deletes finished jobs beyond the retention age and count.

@@ -48,6 +48,33 @@ pub struct Reservation {
     ahead: bool,
 }
 
+/// Budget bytes held for a parameter set while it is loaded; outside the depth.
+pub struct Held {
+    pipeline: Arc<Pipeline>,
+    bytes: u64,
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Held({} bytes)", self.bytes)
+    }
+}
+
+impl Held {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let p = &self.pipeline;
+        let mut st = p.lock();
+        st.dispatcher.release_hold(self.bytes);
+        p.pump(&mut st);
+    }
+}
+
 /// A prover slot, for one partition. Slot `id` proves on device `id % devices`.
 pub struct ProverSlot {
     pipeline: Arc<Pipeline>,
@@ -95,6 +122,45 @@ impl Pipeline {
             st.admitted.insert(work.item);
         }
         self.changed.notify_all();
+    }
+
+    /// Blocks until `bytes` for a parameter set fit in the budget (the most urgent first).
+    pub fn hold(
+        self: &Arc<Self>,
+        priority: u8,
+        bytes: u64,
+        cancelled: &AtomicBool,
+    ) -> Result<Held, Refused> {
+        let mut st = self.lock();
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        let budget = st.dispatcher.budget();
+        let work = Work {
+            priority,
+            bytes,
+            item: ticket,
+        };
+        if st.dispatcher.enqueue_hold(work).is_err() {
+            return Err(Refused::TooLarge { bytes, budget });
+        }
+        self.pump(&mut st);
+        loop {
+            if st.admitted.remove(&ticket) {
+                return Ok(Held {
+                    pipeline: self.clone(),
+                    bytes,
+                });
+            }
+            if cancelled.load(Ordering::SeqCst) {
+                st.dispatcher.remove(|t| *t == ticket);
+                if st.admitted.remove(&ticket) {
+                    st.dispatcher.release_hold(bytes);
+                    self.pump(&mut st);
+                }
+                return Err(Refused::Cancelled);
+            }
+            st = self.wait(st);
+        }
     }
 
     /// Blocks until a partition of `bytes` may start synthesis (priority 0 first).
@@ -183,7 +249,8 @@ impl Pipeline {
         let st = self.lock();
         PipelineStatus {
             budget_bytes: st.dispatcher.budget(),
-            reserved_bytes: st.dispatcher.reserved(),
+            reserved_bytes: st.dispatcher.reserved() - st.dispatcher.held(),
+            parameters_bytes: st.dispatcher.held(),
             ahead_of_prover: st.dispatcher.ahead_of_gpu(),
             waiting_partitions: st.dispatcher.queued(),
         }
@@ -193,7 +260,10 @@ impl Pipeline {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PipelineStatus {
     pub budget_bytes: u64,
+    /// Reserved for partitions.
     pub reserved_bytes: u64,
+    /// Held for loaded parameter sets.
+    pub parameters_bytes: u64,
     pub ahead_of_prover: usize,
     pub waiting_partitions: usize,
 }
@@ -286,5 +356,35 @@ mod tests {
         assert!(p.prover(2, &mut r[2], &yes).is_err(), "no third slot");
         drop(second);
         assert_eq!(p.prover(2, &mut r[2], &no).unwrap().id(), 1);
+    }
+
+    #[test]
+    fn a_parameter_hold_is_reserved_outside_the_depth_and_returned_on_drop() {
+        let p = Pipeline::new(100, 1, 1);
+        let no = AtomicBool::new(false);
+        let set = p.hold(2, 60, &no).unwrap();
+        let part = p.admit(2, 40, &no).unwrap();
+        let s = p.snapshot();
+        assert_eq!(
+            (s.reserved_bytes, s.parameters_bytes, s.ahead_of_prover),
+            (40, 60, 1)
+        );
+        // Another set waits until the first goes; cancelling the wait gives nothing back twice.
+        let yes = AtomicBool::new(true);
+        assert_eq!(p.hold(0, 50, &yes).unwrap_err(), Refused::Cancelled);
+        assert_eq!(
+            p.hold(0, 101, &no).unwrap_err(),
+            Refused::TooLarge {
+                bytes: 101,
+                budget: 100
+            }
+        );
+        drop(set);
+        drop(part);
+        let other = p.hold(0, 50, &no).unwrap();
+        assert_eq!(p.snapshot().parameters_bytes, 50);
+        drop(other);
+        let s = p.snapshot();
+        assert_eq!((s.reserved_bytes, s.parameters_bytes), (0, 0));
     }
 }
