@@ -674,3 +674,88 @@ fn sigterm_lets_a_running_job_finish_before_exit() {
     );
     winning.verify(&server.proof("drained-1"));
 }
+
+/// `VmHWM` (peak resident set) of a process, bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[test]
+fn three_poreps_and_a_winning_post_under_a_low_budget_queue_verify_and_stay_under_it() {
+    let _serial = one_at_a_time();
+    let winning = winning();
+    let dir = tempfile::tempdir().unwrap();
+    // Room for the PoRep parameters (1.1 GB) and one of its partitions (0.79 GB), not two.
+    let budget: u64 = 2_000_000_000;
+    let margin: u64 = 1 << 30;
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            ("CUZK_MEMORY__BUDGET_BYTES", &budget.to_string()),
+            ("CUZK_MEMORY__MARGIN_BYTES", &margin.to_string()),
+            ("CUZK_PROVING__WORKERS", "4"),
+            ("CUZK_PROVING__DEPTH", "4"),
+        ],
+    );
+    let ids = ["porep-a", "porep-b", "porep-c", "winning-a"];
+    for id in &ids[..3] {
+        assert_eq!(server.submit(&porep_body(id)).0, 202);
+    }
+    assert_eq!(server.submit(&winning.body(ids[3])).0, 202);
+
+    let (mut most_held, mut saw_waiting) = (0u64, false);
+    let deadline = Instant::now() + Duration::from_secs(1200);
+    loop {
+        let (_, st) = server.get_json("/v1/status");
+        let p = &st["pipeline"];
+        let held = p["reserved_bytes"].as_u64().unwrap() + p["parameters_bytes"].as_u64().unwrap();
+        most_held = most_held.max(held);
+        saw_waiting |= p["waiting_partitions"].as_u64().unwrap() > 0;
+        let done = ids
+            .iter()
+            .filter(|id| {
+                let (_, job) = server.get_json(&format!("/v1/proofs/{id}"));
+                job["state"] == "done" || job["state"] == "failed"
+            })
+            .count();
+        if done == ids.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "jobs did not finish: {st}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for id in ids {
+        let job = server.wait_final(id);
+        assert_eq!(job["state"], "done", "{job}");
+    }
+    for id in &ids[..3] {
+        verify_porep(&server.proof(id));
+    }
+    winning.verify(&server.proof(ids[3]));
+
+    assert!(saw_waiting, "partitions never had to wait for memory");
+    assert!(
+        most_held <= budget,
+        "{most_held} bytes held, budget {budget}"
+    );
+    let m = scrape(&server);
+    for stage in ["synthesizing", "synthesized", "proving"] {
+        assert_eq!(sample(&m, "cuzk_ledger_buffers", ("stage", stage)), 0.0);
+        assert_eq!(sample(&m, "cuzk_ledger_bytes", ("stage", stage)), 0.0);
+    }
+    assert_eq!(plain(&m, "cuzk_memory_reserved_bytes"), 0.0);
+    assert!(plain(&m, "cuzk_memory_parameters_bytes") <= budget as f64);
+    let peak = peak_rss(server.child.id());
+    eprintln!("peak RSS {peak} bytes, most held {most_held}, budget {budget} + margin {margin}");
+    assert!(
+        peak < budget + margin,
+        "peak RSS {peak} over budget + margin"
+    );
+}

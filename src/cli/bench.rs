@@ -314,11 +314,13 @@ fn bench_pipeline(
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let (mut samples, mut prover_busy, mut peak_reserved) = (0u64, 0u64, 0u64);
+    let mut peak_parameters = 0u64;
     let mut stage_sum = [0i64; 3];
     loop {
         let status = engine.status();
         samples += 1;
         peak_reserved = peak_reserved.max(status.pipeline.reserved_bytes);
+        peak_parameters = peak_parameters.max(status.pipeline.parameters_bytes);
         for (i, c) in status.ledger.iter().enumerate() {
             stage_sum[i] += c.buffers;
         }
@@ -367,6 +369,7 @@ fn bench_pipeline(
             "rss_before_bytes": rss_before,
             "peak_rss_bytes": proc_status_bytes("VmHWM:"),
             "peak_reserved_bytes": peak_reserved,
+            "peak_parameters_bytes": peak_parameters,
             "prover_busy_fraction": prover_busy as f64 / samples as f64,
             "mean_partitions_per_stage": occupancy,
         }))?
