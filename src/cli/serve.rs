@@ -16,7 +16,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use crate::api::{router, App};
 use crate::config::{self, Settings};
 use crate::engine::pipeline::Pipeline;
-use crate::engine::{Engine, Limits, Proving};
+use crate::engine::{Concurrency, Engine, Limits, Proving};
 use crate::jobs::JobStore;
 use crate::memory::{Budget, System};
 use crate::metrics::Metrics;
@@ -75,14 +75,25 @@ pub fn run(args: ServeArgs) -> Result<()> {
         &settings.data_dir.join("kernels"),
     )?;
     let slots = settings.provers * provers.backends.len();
-    let pipeline = Pipeline::new(budget.total_bytes, settings.depth, slots);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let concurrency =
+        Concurrency::derive(settings.workers, settings.depth, cores, provers.gpus.len());
+    tracing::info!(
+        workers = concurrency.workers,
+        depth = concurrency.depth,
+        prover_slots = slots,
+        backend = provers.name(),
+        cores,
+        "concurrency (0 in proving.workers/depth: derived)"
+    );
+    let pipeline = Pipeline::new(budget.total_bytes, concurrency.depth, slots);
     let engine = Engine::start(
         store,
         metrics.clone(),
         Proving {
             pipeline,
             provers,
-            workers: settings.workers,
+            workers: concurrency.workers,
         },
         limits(&settings),
         notifier.clone(),

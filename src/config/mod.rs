@@ -79,9 +79,10 @@ pub struct ProvingConfig {
     /// Directory of Groth16 .params/.vk files ("" for filecoin-proofs' default:
     /// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters).
     pub params_dir: String,
-    /// Jobs in progress at once; their partitions share the memory budget and the prover.
+    /// Jobs in progress at once; their partitions share the memory budget and the prover
+    /// (0: derived from cores and GPUs, see `engine::Concurrency`).
     pub workers: usize,
-    /// Partitions holding memory ahead of the prover (synthesizing or waiting for it).
+    /// Partitions holding memory ahead of the prover, synthesizing or waiting for it (0: derived).
     pub depth: usize,
     /// Partitions proved at once on each device (each GPU, or the CPU).
     pub provers: usize,
@@ -126,8 +127,8 @@ impl Default for ProvingConfig {
     fn default() -> Self {
         ProvingConfig {
             params_dir: String::new(),
-            workers: 2,
-            depth: 2,
+            workers: 0,
+            depth: 0,
             provers: 1,
             backend: BackendChoice::Auto,
             gpus: Vec::new(),
@@ -239,8 +240,6 @@ impl Config {
         positive("api.max_body_bytes", self.api.max_body_bytes)?;
         positive("api.max_queued_jobs", self.api.max_queued_jobs as u64)?;
         positive("jobs.retention_count", self.jobs.retention_count as u64)?;
-        positive("proving.workers", self.proving.workers as u64)?;
-        positive("proving.depth", self.proving.depth as u64)?;
         positive("proving.provers", self.proving.provers as u64)?;
         positive(
             "service.status_interval_secs",
@@ -335,7 +334,7 @@ mod tests {
         let shown = loaded.show().unwrap();
         assert!(shown.contains("listen = \"127.0.0.1:1\"  # "), "{shown}");
         assert!(shown.contains("cuzk.toml"), "{shown}");
-        assert!(shown.contains("workers = 2  # default"), "{shown}");
+        assert!(shown.contains("workers = 0  # default"), "{shown}");
         loaded.config.settings().unwrap();
     }
 
@@ -350,7 +349,7 @@ mod tests {
         let bad_type = err("[proving]\nworkers = \"many\"\n");
         assert!(bad_type.contains("proving.workers"), "{bad_type}");
         assert!(err("[api]\nlisten = \"nowhere\"\n").contains("api.listen"));
-        assert!(err("[proving]\nworkers = 0\n").contains("proving.workers"));
+        assert!(err("[proving]\nprovers = 0\n").contains("proving.provers"));
         assert!(err("[jobs]\ndata_dir = \"relative\"\n").contains("jobs.data_dir"));
         assert!(load(Some(Path::new("/nonexistent/cuzk.toml"))).is_err());
     }
