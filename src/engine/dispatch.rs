@@ -203,8 +203,8 @@ impl<T> Dispatcher<T> {
 
 #[cfg(test)]
 mod simulation {
-    //! The dispatcher under a virtual clock: synthesis workers and one GPU with fixed stage
-    //! durations, partitions of fixed sizes. Time is in abstract units.
+    //! The dispatcher under a virtual clock: synthesis workers and one or more GPUs with fixed
+    //! stage durations, partitions of fixed sizes. Time is in abstract units.
 
     use super::*;
 
@@ -225,22 +225,38 @@ mod simulation {
         /// (time, job, index) of each synthesis start.
         starts: Vec<(u64, &'static str, usize)>,
         gpu_busy: Vec<(u64, u64)>,
+        /// Busy time of each GPU.
+        busy_per_gpu: Vec<u64>,
         max_reserved: u64,
         max_ahead: usize,
     }
 
-    /// Runs until every partition is proved or `until`; returns the trace.
+    /// Runs until every partition is proved or `until` on one GPU; returns the trace.
     fn run(
         d: &mut Dispatcher<Part>,
         synth_workers: usize,
+        arrivals: Vec<(u64, Work<Part>)>,
+        until: u64,
+    ) -> Trace {
+        run_on(d, synth_workers, 1, arrivals, until)
+    }
+
+    /// The same with `gpus` devices, each taking the most urgent synthesized partition when free.
+    fn run_on(
+        d: &mut Dispatcher<Part>,
+        synth_workers: usize,
+        gpus: usize,
         mut arrivals: Vec<(u64, Work<Part>)>,
         until: u64,
     ) -> Trace {
-        let mut trace = Trace::default();
+        let mut trace = Trace {
+            busy_per_gpu: vec![0; gpus],
+            ..Trace::default()
+        };
         let mut now = 0;
         let mut synthesizing: Vec<(u64, Part)> = Vec::new(); // (done at, part)
         let mut gpu_queue: Vec<(u8, u64, Part)> = Vec::new(); // (priority, order, part)
-        let mut gpu: Option<(u64, Part)> = None;
+        let mut devices: Vec<Option<(u64, Part)>> = vec![None; gpus];
         let mut order = 0;
         arrivals.sort_by_key(|(t, _)| *t);
         let mut arrivals = arrivals.into_iter().peekable();
@@ -249,12 +265,14 @@ mod simulation {
                 let (_, w) = arrivals.next().unwrap();
                 d.enqueue(w).unwrap();
             }
-            // GPU finishes: the partition's memory is released.
-            if let Some((done, part)) = gpu.take() {
-                if done <= now {
-                    d.release(part.bytes);
-                } else {
-                    gpu = Some((done, part));
+            // A GPU finishes: the partition's memory is released.
+            for gpu in devices.iter_mut() {
+                if let Some((done, part)) = gpu.take() {
+                    if done <= now {
+                        d.release(part.bytes);
+                    } else {
+                        *gpu = Some((done, part));
+                    }
                 }
             }
             // Synthesis finishes: to the GPU queue (still ahead of the GPU).
@@ -270,13 +288,16 @@ mod simulation {
                 };
                 gpu_queue.push((priority, order, part));
             }
-            // The GPU takes the most urgent synthesized partition.
-            if gpu.is_none() && !gpu_queue.is_empty() {
-                gpu_queue.sort_by_key(|(p, o, _)| (*p, *o));
-                let (_, _, part) = gpu_queue.remove(0);
-                d.on_gpu();
-                trace.gpu_busy.push((now, now + part.gpu));
-                gpu = Some((now + part.gpu, part));
+            // Each free GPU takes the most urgent synthesized partition.
+            for (i, gpu) in devices.iter_mut().enumerate() {
+                if gpu.is_none() && !gpu_queue.is_empty() {
+                    gpu_queue.sort_by_key(|(p, o, _)| (*p, *o));
+                    let (_, _, part) = gpu_queue.remove(0);
+                    d.on_gpu();
+                    trace.gpu_busy.push((now, now + part.gpu));
+                    trace.busy_per_gpu[i] += part.gpu;
+                    *gpu = Some((now + part.gpu, part));
+                }
             }
             // Admission, as long as a synthesis worker is free.
             while synthesizing.len() < synth_workers {
@@ -291,7 +312,9 @@ mod simulation {
             trace.max_reserved = trace.max_reserved.max(d.reserved());
             trace.max_ahead = trace.max_ahead.max(d.ahead_of_gpu());
             assert!(d.reserved() <= d.budget(), "over budget at {now}");
-            let idle = synthesizing.is_empty() && gpu.is_none() && gpu_queue.is_empty();
+            let idle = synthesizing.is_empty()
+                && devices.iter().all(Option::is_none)
+                && gpu_queue.is_empty();
             if idle && d.queued() == 0 && arrivals.peek().is_none() {
                 break;
             }
@@ -484,5 +507,27 @@ mod simulation {
         );
         d.enqueue_hold(work(1, 60, "cancelled")).unwrap();
         assert_eq!(d.remove(|i| *i == "cancelled"), 1);
+    }
+
+    #[test]
+    fn two_gpus_are_both_kept_busy_within_budget_and_depth() {
+        // Synthesis takes 4x a GPU's time: 8 synthesis workers feed two GPUs. Room for 14
+        // partitions in the budget, depth 8.
+        let mut d = Dispatcher::new(200, 8);
+        let mut arrivals = Vec::new();
+        for job in ["a", "b", "c", "d"] {
+            arrivals.extend(porep(job, 10));
+        }
+        let t = run_on(&mut d, 8, 2, arrivals, 10_000);
+        assert!(t.max_reserved <= 200);
+        assert!(t.max_ahead <= 8, "ahead {}", t.max_ahead);
+        assert_eq!(t.starts.len(), 40);
+        let end = t.gpu_busy.iter().map(|(_, e)| *e).max().unwrap();
+        // After the first synthesis (40 units), both GPUs are busy most of the time.
+        for (gpu, busy) in t.busy_per_gpu.iter().enumerate() {
+            let fraction = *busy as f64 / (end - 40) as f64;
+            assert!(fraction > 0.85, "GPU {gpu} busy {fraction:.2}");
+        }
+        assert_eq!(t.busy_per_gpu.iter().sum::<u64>(), 400);
     }
 }
