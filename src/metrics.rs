@@ -17,6 +17,8 @@ pub struct Metrics {
     /// The ledger: buffers in flight per pipeline stage, and their bytes.
     pub ledger_buffers: IntGaugeVec,
     pub ledger_bytes: IntGaugeVec,
+    /// The last partition's reservation estimate and its synthesized size, per kind.
+    pub partition_bytes: IntGaugeVec,
     pub queue_wait_seconds: HistogramVec,
     pub synthesis_seconds: HistogramVec,
     pub prove_seconds: HistogramVec,
@@ -100,6 +102,11 @@ impl Metrics {
                 "cuzk_ledger_bytes",
                 "Bytes of partition buffers in flight per pipeline stage",
                 &["stage"],
+            ),
+            partition_bytes: gauge(
+                "cuzk_partition_bytes",
+                "Bytes of the last partition per kind: the reservation estimated from the circuit's shape, and what synthesis produced",
+                &["kind", "measure"],
             ),
             queue_wait_seconds: histogram(
                 "cuzk_queue_wait_seconds",

@@ -752,6 +752,26 @@ fn three_poreps_and_a_winning_post_under_a_low_budget_queue_verify_and_stay_unde
     }
     assert_eq!(plain(&m, "cuzk_memory_reserved_bytes"), 0.0);
     assert!(plain(&m, "cuzk_memory_parameters_bytes") <= budget as f64);
+    // The reservation covers what synthesis made (estimated from the circuit's shape).
+    let estimated = m.samples.iter().find(|s| {
+        s.metric == "cuzk_partition_bytes"
+            && s.labels.get("kind") == Some("porep-c2")
+            && s.labels.get("measure") == Some("estimated")
+    });
+    let synthesized = m.samples.iter().find(|s| {
+        s.metric == "cuzk_partition_bytes"
+            && s.labels.get("kind") == Some("porep-c2")
+            && s.labels.get("measure") == Some("synthesized")
+    });
+    let value = |s: Option<&prometheus_parse::Sample>| match s.map(|s| &s.value) {
+        Some(prometheus_parse::Value::Gauge(v)) => *v,
+        other => panic!("no gauge: {other:?}"),
+    };
+    let (estimated, synthesized) = (value(estimated), value(synthesized));
+    assert!(
+        synthesized > 1e8 && synthesized <= estimated,
+        "{synthesized} > {estimated}"
+    );
     let peak = peak_rss(server.child.id());
     eprintln!("peak RSS {peak} bytes, most held {most_held}, budget {budget} + margin {margin}");
     assert!(

@@ -714,6 +714,15 @@ impl Inner {
                 .with_label_values(&[kind])
                 .observe(secs);
             let entry = entry.move_to(Stage::Synthesized, synth.heap_bytes());
+            for (measure, bytes) in [
+                ("estimated", estimate),
+                ("synthesized", synth.heap_bytes() as u64),
+            ] {
+                self.metrics
+                    .partition_bytes
+                    .with_label_values(&[kind, measure])
+                    .set(bytes as i64);
+            }
             if k == 0 {
                 tracing::info!(
                     id = %id,
