@@ -48,6 +48,14 @@ pub struct Reservation {
     ahead: bool,
 }
 
+#[derive(Clone, Copy)]
+enum Need {
+    /// A parameter set: outside the depth, until released.
+    Hold,
+    /// A partition: counted ahead of the prover until it reaches it.
+    Partition,
+}
+
 /// Budget bytes held for a parameter set while it is loaded; outside the depth.
 pub struct Held {
     pipeline: Arc<Pipeline>,
@@ -131,36 +139,11 @@ impl Pipeline {
         bytes: u64,
         cancelled: &AtomicBool,
     ) -> Result<Held, Refused> {
-        let mut st = self.lock();
-        let ticket = st.next_ticket;
-        st.next_ticket += 1;
-        let budget = st.dispatcher.budget();
-        let work = Work {
-            priority,
+        self.wait_admitted(Need::Hold, priority, bytes, cancelled)?;
+        Ok(Held {
+            pipeline: self.clone(),
             bytes,
-            item: ticket,
-        };
-        if st.dispatcher.enqueue_hold(work).is_err() {
-            return Err(Refused::TooLarge { bytes, budget });
-        }
-        self.pump(&mut st);
-        loop {
-            if st.admitted.remove(&ticket) {
-                return Ok(Held {
-                    pipeline: self.clone(),
-                    bytes,
-                });
-            }
-            if cancelled.load(Ordering::SeqCst) {
-                st.dispatcher.remove(|t| *t == ticket);
-                if st.admitted.remove(&ticket) {
-                    st.dispatcher.release_hold(bytes);
-                    self.pump(&mut st);
-                }
-                return Err(Refused::Cancelled);
-            }
-            st = self.wait(st);
-        }
+        })
     }
 
     /// Blocks until a partition of `bytes` may start synthesis (priority 0 first).
@@ -170,34 +153,51 @@ impl Pipeline {
         bytes: u64,
         cancelled: &AtomicBool,
     ) -> Result<Reservation, Refused> {
+        self.wait_admitted(Need::Partition, priority, bytes, cancelled)?;
+        Ok(Reservation {
+            pipeline: self.clone(),
+            bytes,
+            ahead: true,
+        })
+    }
+
+    /// Queues `bytes` with the dispatcher and blocks until it admits them, or the wait is
+    /// cancelled (then nothing stays reserved).
+    fn wait_admitted(
+        &self,
+        need: Need,
+        priority: u8,
+        bytes: u64,
+        cancelled: &AtomicBool,
+    ) -> Result<(), Refused> {
         let mut st = self.lock();
         let ticket = st.next_ticket;
         st.next_ticket += 1;
         let budget = st.dispatcher.budget();
-        if st
-            .dispatcher
-            .enqueue(Work {
-                priority,
-                bytes,
-                item: ticket,
-            })
-            .is_err()
-        {
+        let work = Work {
+            priority,
+            bytes,
+            item: ticket,
+        };
+        let queued = match need {
+            Need::Hold => st.dispatcher.enqueue_hold(work),
+            Need::Partition => st.dispatcher.enqueue(work),
+        };
+        if queued.is_err() {
             return Err(Refused::TooLarge { bytes, budget });
         }
         self.pump(&mut st);
         loop {
             if st.admitted.remove(&ticket) {
-                return Ok(Reservation {
-                    pipeline: self.clone(),
-                    bytes,
-                    ahead: true,
-                });
+                return Ok(());
             }
             if cancelled.load(Ordering::SeqCst) {
                 st.dispatcher.remove(|t| *t == ticket);
                 if st.admitted.remove(&ticket) {
-                    st.dispatcher.abandoned(bytes);
+                    match need {
+                        Need::Hold => st.dispatcher.release_hold(bytes),
+                        Need::Partition => st.dispatcher.abandoned(bytes),
+                    }
                     self.pump(&mut st);
                 }
                 return Err(Refused::Cancelled);
