@@ -182,6 +182,7 @@ fn bench_job(
     let synthesis_s = start.elapsed().as_secs_f64();
     let constraints = synth.num_constraints();
     let cpu_synth = (compare == Some(Baseline::Cpu)).then(|| synth.clone());
+    backend.record_stages(true);
     if backend.name() != "cpu" {
         // Warm-up on a copy: kernel loading and first-use costs stay out of the figures.
         prove(backend, &srs, synth.clone(), r, s)?;

@@ -245,6 +245,10 @@ impl Config {
             "service.status_interval_secs",
             self.service.status_interval_secs,
         )?;
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = self.proving.gpus.iter().find(|g| !seen.insert(**g)) {
+            bail!("key proving.gpus: device {dup} is listed twice");
+        }
         if !self.jobs.data_dir.is_absolute() {
             bail!(
                 "key jobs.data_dir: {} is not an absolute path",
@@ -350,6 +354,7 @@ mod tests {
         assert!(bad_type.contains("proving.workers"), "{bad_type}");
         assert!(err("[api]\nlisten = \"nowhere\"\n").contains("api.listen"));
         assert!(err("[proving]\nprovers = 0\n").contains("proving.provers"));
+        assert!(err("[proving]\ngpus = [0, 1, 0]\n").contains("device 0 is listed twice"));
         assert!(err("[jobs]\ndata_dir = \"relative\"\n").contains("jobs.data_dir"));
         assert!(load(Some(Path::new("/nonexistent/cuzk.toml"))).is_err());
     }

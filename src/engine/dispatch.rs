@@ -11,7 +11,7 @@
 //! Parameter sets are reserved from the same budget as holds: admitted before partitions when
 //! they fit, never counted in the depth, and never blocking partitions while they wait (the
 //! partitions ahead belong to running jobs, which finish and give their memory back; the engine
-//! starts no new job while a hold waits). A hold next to others is admitted only if it leaves
+//! starts only more urgent jobs while a hold waits). A hold next to others is admitted only if it leaves
 //! room for one more set of the largest size held: a partition is smaller than its parameter set,
 //! so every job holding a set can still start a partition and finish, and holds cannot deadlock.
 //!

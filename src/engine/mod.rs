@@ -17,7 +17,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -103,9 +103,9 @@ struct Inner {
     /// Parameter sets in use, shared by concurrent jobs; the last one loaded stays resident.
     srs: Mutex<SrsCache>,
     /// One parameter set loads at a time (held while it waits for budget and reads).
-    loading: Mutex<()>,
+    loading: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
     /// Loads waiting for budget: no new job starts meanwhile, so the sets in use drain.
-    loads_waiting: AtomicUsize,
+    loads_waiting: Mutex<Vec<u8>>,
     /// How often the engine loop pings the systemd watchdog (None: no watchdog).
     watchdog: Option<Duration>,
 }
@@ -217,8 +217,8 @@ impl Engine {
             heartbeat_ms: AtomicU64::new(now_ms()),
             ready: AtomicBool::new(false),
             srs: Mutex::new((HashMap::new(), None)),
-            loading: Mutex::new(()),
-            loads_waiting: AtomicUsize::new(0),
+            loading: Mutex::new(HashMap::new()),
+            loads_waiting: Mutex::new(Vec::new()),
             watchdog: watchdog.filter(|_| notifier.is_some()),
             notifier,
         });
@@ -434,10 +434,15 @@ impl Engine {
                 }
             }
             let mut st = lock(&inner.state);
-            while !st.draining
-                && st.running < inner.workers
-                && inner.loads_waiting.load(Ordering::SeqCst) == 0
-            {
+            while !st.draining && st.running < inner.workers {
+                // While a parameter set waits for budget, only more urgent jobs start: the sets
+                // in use drain and the load gets its room.
+                let waiting = lock(&inner.loads_waiting).iter().min().copied();
+                match st.queue.peek() {
+                    None => break,
+                    Some(Reverse((p, _, _))) if waiting.is_some_and(|w| *p >= w) => break,
+                    Some(_) => {}
+                }
                 let Some(Reverse((_, _, id))) = st.queue.pop() else {
                     break;
                 };
@@ -676,22 +681,23 @@ impl Inner {
         let set = self.srs_for(&proof_job.params_path(), urgency, &job.cancel)?;
         let srs = &set.srs;
         let estimate = partition_bytes(srs);
-        if estimate > set.held.bytes() {
-            // The dispatcher's deadlock argument assumes a partition is smaller than its set.
-            tracing::warn!(
-                estimate,
-                set_bytes = set.held.bytes(),
-                "partition estimate exceeds its parameter set"
-            );
-        }
         let budget = self.pipeline.snapshot().budget_bytes;
-        if set.held.bytes() + estimate > budget {
+        // The dispatcher's no-deadlock rule needs a partition no larger than its set (true of
+        // every Filecoin circuit: the set holds several points per variable and domain row).
+        let unfit = if estimate > set.held.bytes() {
+            Some("a partition estimate larger than its parameter set")
+        } else if set.held.bytes() + estimate > budget {
+            Some("the parameters and one partition exceed the memory budget")
+        } else {
+            None
+        };
+        if let Some(why) = unfit {
+            let held = set.held.bytes();
+            self.evict_resident(&set);
             return Err(Ending::Failed(JobError {
                 kind: "over-budget".into(),
                 detail: format!(
-                    "the parameters ({} bytes) and one partition ({estimate} bytes) exceed the \
-                     memory budget ({budget} bytes)",
-                    set.held.bytes()
+                    "{why}: parameters {held} bytes, partition {estimate} bytes, budget {budget} bytes"
                 ),
             }));
         }
@@ -791,7 +797,12 @@ impl Inner {
         if let Some(set) = cached(&lock(&self.srs)) {
             return Ok(set);
         }
-        let _one_load = lock(&self.loading);
+        // One load per set at a time; loads of different sets wait in the dispatcher together.
+        let flight = lock(&self.loading)
+            .entry(path.to_path_buf())
+            .or_default()
+            .clone();
+        let _one_load = lock(&flight);
         {
             let mut cache = lock(&self.srs);
             if let Some(set) = cached(&cache) {
@@ -804,9 +815,17 @@ impl Inner {
         let bytes = std::fs::metadata(path)
             .map_err(|e| internal(format!("Groth16 parameters {}: {e}", path.display())))?
             .len();
-        self.loads_waiting.fetch_add(1, Ordering::SeqCst);
+        if cancel.load(Ordering::SeqCst) {
+            return Err(Ending::Cancelled);
+        }
+        lock(&self.loads_waiting).push(urgency);
         let held = self.pipeline.hold(urgency, bytes, cancel);
-        self.loads_waiting.fetch_sub(1, Ordering::SeqCst);
+        {
+            let mut waiting = lock(&self.loads_waiting);
+            if let Some(i) = waiting.iter().position(|p| *p == urgency) {
+                waiting.swap_remove(i);
+            }
+        }
         self.wake.notify_all();
         let held = held.map_err(|e| match e {
             pipeline::Refused::Cancelled => Ending::Cancelled,
@@ -818,6 +837,9 @@ impl Inner {
                 ),
             }),
         })?;
+        if cancel.load(Ordering::SeqCst) {
+            return Err(Ending::Cancelled);
+        }
         let start = Instant::now();
         let srs = Srs::read(path).map_err(|e| {
             internal(format!(
@@ -832,6 +854,14 @@ impl Inner {
         cache.0.insert(path.to_path_buf(), Arc::downgrade(&set));
         cache.1 = Some(set.clone());
         Ok(set)
+    }
+
+    /// Drops `set` from the resident slot (it goes when its last user does).
+    fn evict_resident(&self, set: &Arc<LoadedSet>) {
+        let mut cache = lock(&self.srs);
+        if cache.1.as_ref().is_some_and(|r| Arc::ptr_eq(r, set)) {
+            cache.1 = None;
+        }
     }
 
     /// Deletes finished jobs beyond the retention age and count.

@@ -188,9 +188,7 @@ impl Pipeline {
         }
         self.pump(&mut st);
         loop {
-            if st.admitted.remove(&ticket) {
-                return Ok(());
-            }
+            // Cancellation first: an admission that raced with it is given back below.
             if cancelled.load(Ordering::SeqCst) {
                 st.dispatcher.remove(|t| *t == ticket);
                 if st.admitted.remove(&ticket) {
@@ -201,6 +199,9 @@ impl Pipeline {
                     self.pump(&mut st);
                 }
                 return Err(Refused::Cancelled);
+            }
+            if st.admitted.remove(&ticket) {
+                return Ok(());
             }
             st = self.wait(st);
         }

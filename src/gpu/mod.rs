@@ -57,6 +57,10 @@ fn open(selected: &[usize]) -> Result<Vec<Gpu>, String> {
     let ordinals: Vec<usize> = if selected.is_empty() {
         (0..count).collect()
     } else {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = selected.iter().find(|o| !seen.insert(**o)) {
+            return Err(format!("GPU {dup} is listed twice"));
+        }
         if let Some(bad) = selected.iter().find(|&&o| o >= count) {
             return Err(format!(
                 "proving.gpus names device {bad}, but this machine has {count} (0..{})",

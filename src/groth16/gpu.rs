@@ -70,6 +70,9 @@ pub struct GpuBackend {
     k: Kernels,
     /// One proof's device work at a time.
     busy: Mutex<()>,
+    /// Stage times are kept only when asked (`cuzk bench`, `cuzk selftest`): the service
+    /// proves forever and must not accumulate them.
+    recording: std::sync::atomic::AtomicBool,
     stages: Mutex<Vec<StageTime>>,
 }
 
@@ -105,6 +108,7 @@ impl GpuBackend {
             stream: gpu.ctx.new_stream()?,
             k,
             busy: Mutex::new(()),
+            recording: std::sync::atomic::AtomicBool::new(false),
             stages: Mutex::new(Vec::new()),
         })
     }
@@ -116,6 +120,9 @@ impl GpuBackend {
     fn record(&self, stage: String, since: Instant, bytes: u64) -> Result<Instant, DriverError> {
         self.stream.synchronize()?;
         let now = Instant::now();
+        if !self.recording.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(now);
+        }
         self.stages
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -390,6 +397,14 @@ impl Backend for GpuBackend {
 
     fn stage_times(&self) -> Vec<StageTime> {
         self.take_stage_times()
+    }
+
+    fn record_stages(&self, on: bool) {
+        self.recording
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        if !on {
+            self.take_stage_times();
+        }
     }
 }
 

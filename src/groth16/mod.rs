@@ -51,6 +51,9 @@ pub trait Backend: Send + Sync {
     fn stage_times(&self) -> Vec<StageTime> {
         Vec::new()
     }
+
+    /// Starts (or stops) keeping device stage times for [`Backend::stage_times`].
+    fn record_stages(&self, _on: bool) {}
 }
 
 #[derive(Debug, thiserror::Error)]
