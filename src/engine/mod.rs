@@ -818,7 +818,14 @@ impl Inner {
         if cancel.load(Ordering::SeqCst) {
             return Err(Ending::Cancelled);
         }
-        lock(&self.loads_waiting).push(urgency);
+        {
+            // Registered and the resident set dropped in one step under the cache lock: a load
+            // finishing meanwhile sees the waiter and keeps nothing resident (an idle set held
+            // for a cache would keep this hold from ever fitting).
+            let mut cache = lock(&self.srs);
+            lock(&self.loads_waiting).push(urgency);
+            cache.1 = None;
+        }
         let held = self.pipeline.hold(urgency, bytes, cancel);
         {
             let mut waiting = lock(&self.loads_waiting);
@@ -852,7 +859,9 @@ impl Inner {
         let mut cache = lock(&self.srs);
         cache.0.retain(|_, w| w.strong_count() > 0);
         cache.0.insert(path.to_path_buf(), Arc::downgrade(&set));
-        cache.1 = Some(set.clone());
+        if lock(&self.loads_waiting).is_empty() {
+            cache.1 = Some(set.clone());
+        }
         Ok(set)
     }
 
