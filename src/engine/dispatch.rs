@@ -90,27 +90,29 @@ impl<T> Dispatcher<T> {
 
     /// Queues a partition. One larger than the whole budget can never start: refused.
     pub fn enqueue(&mut self, work: Work<T>) -> Result<(), Work<T>> {
-        if work.bytes > self.budget {
-            return Err(work);
-        }
-        self.seq += 1;
-        self.queue.push(Queued {
-            key: Reverse((work.priority, self.seq)),
-            work,
-        });
-        Ok(())
+        self.push(false, work)
     }
 
     /// Queues a hold (a parameter set): bytes kept until released, outside the depth.
     pub fn enqueue_hold(&mut self, work: Work<T>) -> Result<(), Work<T>> {
+        self.push(true, work)
+    }
+
+    /// Behind the work of its priority, in the holds' queue or the partitions'.
+    fn push(&mut self, hold: bool, work: Work<T>) -> Result<(), Work<T>> {
         if work.bytes > self.budget {
             return Err(work);
         }
         self.seq += 1;
-        self.holds.push(Queued {
+        let queued = Queued {
             key: Reverse((work.priority, self.seq)),
             work,
-        });
+        };
+        if hold {
+            self.holds.push(queued);
+        } else {
+            self.queue.push(queued);
+        }
         Ok(())
     }
 

@@ -100,11 +100,13 @@ struct Inner {
     /// Pings and status go to systemd only after READY=1.
     ready: AtomicBool,
     notifier: Option<Arc<Notifier>>,
-    /// Parameter sets in use, shared by concurrent jobs; the last one loaded stays resident.
+    /// Parameter sets in use, shared by concurrent jobs; the last one loaded stays resident
+    /// unless another load waits for budget.
     srs: Mutex<SrsCache>,
-    /// One parameter set loads at a time (held while it waits for budget and reads).
+    /// One load per parameter set at a time (held while it waits for budget and reads).
     loading: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
-    /// Loads waiting for budget: no new job starts meanwhile, so the sets in use drain.
+    /// Priorities of the loads waiting for budget: meanwhile only more urgent jobs start, so the
+    /// sets in use drain.
     loads_waiting: Mutex<Vec<u8>>,
     /// How often the engine loop pings the systemd watchdog (None: no watchdog).
     watchdog: Option<Duration>,
@@ -803,15 +805,6 @@ impl Inner {
             .or_default()
             .clone();
         let _one_load = lock(&flight);
-        {
-            let mut cache = lock(&self.srs);
-            if let Some(set) = cached(&cache) {
-                return Ok(set);
-            }
-            // The resident set goes first when another is needed: two sets are never held for
-            // the sake of a cache.
-            cache.1 = None;
-        }
         let bytes = std::fs::metadata(path)
             .map_err(|e| internal(format!("Groth16 parameters {}: {e}", path.display())))?
             .len();
@@ -819,10 +812,14 @@ impl Inner {
             return Err(Ending::Cancelled);
         }
         {
+            let mut cache = lock(&self.srs);
+            if let Some(set) = cached(&cache) {
+                return Ok(set); // loaded by the flight this one waited behind
+            }
             // Registered and the resident set dropped in one step under the cache lock: a load
             // finishing meanwhile sees the waiter and keeps nothing resident (an idle set held
-            // for a cache would keep this hold from ever fitting).
-            let mut cache = lock(&self.srs);
+            // for a cache would keep this hold from ever fitting; two sets are never held for
+            // the sake of a cache).
             lock(&self.loads_waiting).push(urgency);
             cache.1 = None;
         }

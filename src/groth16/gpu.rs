@@ -356,11 +356,6 @@ impl GpuBackend {
         self.stream.synchronize()?;
         Ok(())
     }
-
-    /// The stage times recorded since the last call.
-    pub fn take_stage_times(&self) -> Vec<StageTime> {
-        std::mem::take(&mut *self.stages.lock().unwrap_or_else(|e| e.into_inner()))
-    }
 }
 
 impl Backend for GpuBackend {
@@ -396,14 +391,14 @@ impl Backend for GpuBackend {
     }
 
     fn stage_times(&self) -> Vec<StageTime> {
-        self.take_stage_times()
+        std::mem::take(&mut *self.stages.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn record_stages(&self, on: bool) {
         self.recording
             .store(on, std::sync::atomic::Ordering::Relaxed);
         if !on {
-            self.take_stage_times();
+            self.stage_times();
         }
     }
 }
