@@ -2,7 +2,7 @@
 //!
 //! Host buffers go to the device as they are: blstrs keeps scalars and points in Montgomery form
 //! with blst's limb order, which is the kernels' layout. One proof's work runs on a device at a
-//! time; every stage is timed (transfers and kernels apart) for `cuzk bench prove`.
+//! time; stages are timed (transfers and kernels apart) when `cuzk bench prove` asks.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
