@@ -25,7 +25,7 @@ awk -v e="$exposure" 'BEGIN { exit !(e < 3.0) }' || fail "exposure $exposure is 
 test -L /etc/systemd/system/multi-user.target.wants/cuzk.service || fail "the unit is not enabled"
 
 # An edited conffile survives an upgrade.
-sed -i 's/^# workers = 2$/workers = 3/' /etc/cuzk/cuzk.toml
+sed -i 's/^# workers = [0-9]*$/workers = 3/' /etc/cuzk/cuzk.toml
 grep -q '^workers = 3$' /etc/cuzk/cuzk.toml || fail "could not edit the conffile"
 version=$(dpkg-deb -f "$deb" Version)
 cargo deb --no-build --deb-version "${version}+upgrade" --output target/debian/upgrade.deb >/dev/null
