@@ -4,6 +4,8 @@
 //! - [`circuits`]: Filecoin proof kinds; inputs as Curio holds them -> one circuit per partition,
 //!   partition proofs -> the bytes filecoin-proofs returns (verified before they leave).
 //! - [`synth`]: circuit -> [`synth::SynthesizedProof`], the narrow waist every path goes through.
+//! - [`pce`]: a circuit kind's recorded R1CS matrices: witness-only synthesis + SpMV, the same
+//!   SynthesizedProof faster.
 //! - [`srs`]: Groth16 parameter files -> decoded bases.
 //! - [`groth16`]: SynthesizedProof + SRS -> proof, behind a [`groth16::Backend`]: CPU, or GPU
 //!   ([`gpu`]: devices and our NVRTC-compiled kernels).
@@ -22,6 +24,7 @@ pub mod groth16;
 pub mod jobs;
 pub mod memory;
 pub mod metrics;
+pub mod pce;
 pub mod persist;
 pub mod srs;
 pub mod synth;

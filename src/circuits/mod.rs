@@ -17,7 +17,8 @@ use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar as Fr};
 
 use crate::groth16::Proof;
-use crate::synth::{synthesize, SynthesizedProof};
+use crate::pce::{Pce, PceError};
+use crate::synth::{synthesize, SynthPath, SynthesizedProof};
 pub use request::{ProofKind, ProofRequest};
 
 /// Bytes of one Groth16 proof (compressed A, B, C).
@@ -64,11 +65,21 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
         self.circuits().partitions()
     }
 
-    /// Synthesizes partition `k`, checks its public inputs against those the verifier derives
-    /// and that the witness satisfies every constraint.
+    /// Synthesizes partition `k` on the full path, checks its public inputs against those the
+    /// verifier derives and that the witness satisfies every constraint.
     fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+        Ok(self.synthesize_with(k, None)?.0)
+    }
+
+    /// As `synthesize`, through `pce` when given (the full path if the PCE does not fit the
+    /// circuit); says which path made it.
+    fn synthesize_with(
+        &self,
+        k: usize,
+        pce: Option<&Pce>,
+    ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
         check_partition(k, self.partitions())?;
-        self.circuits().synthesize(k)
+        self.circuits().synthesize(k, pce)
     }
 
     /// The Groth16 parameter file of this job's circuit.
@@ -93,7 +104,11 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
 /// Merkle tree shape, and picks the shape from the registered proof. `k` is in range here.
 pub trait PartitionCircuits: Send + Sync {
     fn partitions(&self) -> usize;
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError>;
+    fn synthesize(
+        &self,
+        k: usize,
+        pce: Option<&Pce>,
+    ) -> Result<(SynthesizedProof, SynthPath), CircuitError>;
     fn params_path(&self) -> PathBuf;
     fn bellperson_proof(
         &self,
@@ -104,24 +119,36 @@ pub trait PartitionCircuits: Send + Sync {
     ) -> Result<Proof<Bls12>, CircuitError>;
 }
 
-/// Synthesizes one partition circuit and checks it: public inputs equal to `expected` (ONE not
-/// included), every constraint satisfied. `what` says what mismatched inputs mean for this kind.
+/// Synthesizes one partition circuit (made by `circuit`) and checks it: public inputs equal to
+/// `expected` (ONE not included), every constraint satisfied. Through `pce` when given; a PCE
+/// that does not fit the circuit is reported and the full path taken. `what` says what
+/// mismatched inputs mean for this kind.
 pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
-    circuit: C,
+    circuit: impl Fn() -> Result<C, CircuitError>,
     k: usize,
     expected: &[Fr],
     what: &'static str,
-) -> Result<SynthesizedProof, CircuitError> {
-    // A malformed vanilla proof (wrong path lengths, say) can trip an index in the gadgets:
-    // that is bad input, not a crash.
-    let synth = catch_unwind(AssertUnwindSafe(|| synthesize(circuit)))
-        .map_err(|_| {
-            CircuitError::invalid(
-                "vanilla_proofs",
-                format!("partition {k} does not fit the circuit"),
-            )
-        })?
-        .map_err(|e| CircuitError::Synthesis(format!("partition {k}: {e}")))?;
+    pce: Option<&Pce>,
+) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
+    let synthesis = |e| CircuitError::Synthesis(format!("partition {k}: {e}"));
+    let full = || -> Result<SynthesizedProof, CircuitError> {
+        let c = circuit()?;
+        guarded(k, || synthesize(c))?.map_err(synthesis)
+    };
+    let (synth, path) = match pce {
+        None => (full()?, SynthPath::Full),
+        Some(pce) => {
+            let c = circuit()?;
+            match guarded(k, || pce.synthesize(c))? {
+                Ok(synth) => (synth, SynthPath::Pce),
+                Err(PceError::Synthesis(e)) => return Err(synthesis(e)),
+                Err(e) => {
+                    tracing::warn!(partition = k, error = %e, "the PCE does not fit the circuit; synthesizing on the full path");
+                    (full()?, SynthPath::Full)
+                }
+            }
+        }
+    };
     if synth.inputs.get(1..) != Some(expected) {
         return Err(CircuitError::PublicInputMismatch { partition: k, what });
     }
@@ -132,7 +159,18 @@ pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
             rows: bad,
         });
     }
-    Ok(synth)
+    Ok((synth, path))
+}
+
+/// Runs a synthesis. A malformed vanilla proof (wrong path lengths, say) can trip an index in
+/// the gadgets: that is bad input, not a crash.
+fn guarded<T>(k: usize, run: impl FnOnce() -> T) -> Result<T, CircuitError> {
+    catch_unwind(AssertUnwindSafe(run)).map_err(|_| {
+        CircuitError::invalid(
+            "vanilla_proofs",
+            format!("partition {k} does not fit the circuit"),
+        )
+    })
 }
 
 /// bellperson's CPU prover on one circuit.
@@ -195,7 +233,12 @@ pub(crate) fn check_partition(k: usize, partitions: usize) -> Result<(), Circuit
 /// A stable name per circuit kind and shape (e.g. `porep-2k`, `snap-32g`, `wpost-32g`,
 /// `winpost-32g`): the key of the SRS and PCE caches.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-pub struct CircuitId(String);
+#[serde(into = "String")]
+pub struct CircuitId {
+    name: String,
+    kind: ProofKind,
+    sector_size: u64,
+}
 
 impl CircuitId {
     pub fn new(kind: ProofKind, sector_size: u64) -> Self {
@@ -205,7 +248,11 @@ impl CircuitId {
             ProofKind::WindowPost => "wpost",
             ProofKind::WinningPost => "winpost",
         };
-        CircuitId(format!("{family}-{}", size_tag(sector_size)))
+        CircuitId {
+            name: format!("{family}-{}", size_tag(sector_size)),
+            kind,
+            sector_size,
+        }
     }
 
     pub fn porep(sector_size: u64) -> Self {
@@ -213,13 +260,27 @@ impl CircuitId {
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.name
+    }
+
+    pub fn kind(&self) -> ProofKind {
+        self.kind
+    }
+
+    pub fn sector_size(&self) -> u64 {
+        self.sector_size
+    }
+}
+
+impl From<CircuitId> for String {
+    fn from(id: CircuitId) -> String {
+        id.name
     }
 }
 
 impl fmt::Display for CircuitId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.name)
     }
 }
 

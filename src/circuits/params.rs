@@ -71,6 +71,19 @@ pub fn cache_identifier(kind: ProofKind, sector_size: u64) -> Result<String> {
     Ok(ids.into_iter().next().expect("one identifier"))
 }
 
+/// Records the R1CS matrices of `kind` at `sector_size` from its blank circuit (the one its
+/// Groth16 parameters are made from): no parameters, no sector and no witness needed.
+pub fn record_blank(kind: ProofKind, sector_size: u64) -> Result<crate::pce::Pce> {
+    let mut out = None;
+    let mode = Mode::Record(&mut out);
+    match kind {
+        ProofKind::PorepC2 => porep(sector_size, mode)?,
+        ProofKind::SnapDeals => snap(sector_size, mode)?,
+        ProofKind::WindowPost | ProofKind::WinningPost => post(kind, sector_size, mode)?,
+    };
+    out.context("no circuit recorded")
+}
+
 /// Removes staging directories left by generator runs that died (their pid is gone).
 fn remove_stale_staging(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -185,12 +198,13 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// What the per-kind functions do with a parameter set.
-#[derive(Clone, Copy)]
 enum Mode<'a> {
     /// Return its cache identifier only.
     Identify,
     /// Make it unless its files are in this directory.
     Generate(&'a Path),
+    /// Record the blank circuit's matrices here.
+    Record(&'a mut Option<crate::pce::Pce>),
 }
 
 /// Makes one parameter set (Groth16 parameters and verifying key, through the compound
@@ -207,8 +221,14 @@ where
     Compound: CompoundProof<'a, S, C>,
 {
     let id = Compound::cache_identifier(pp);
-    let Mode::Generate(dir) = mode else {
-        return Ok(vec![id]);
+    let dir = match mode {
+        Mode::Identify => return Ok(vec![id]),
+        Mode::Record(out) => {
+            let circuit = Compound::blank_circuit(pp);
+            *out = Some(crate::pce::record(circuit).with_context(|| format!("recording {id}"))?);
+            return Ok(vec![id]);
+        }
+        Mode::Generate(dir) => dir,
     };
     let names = file_names(&id);
     if names.iter().all(|n| dir.join(n).exists()) {

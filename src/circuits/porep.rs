@@ -24,7 +24,8 @@ use super::{
     CircuitError, CircuitId, PartitionCircuits, ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
-use crate::synth::SynthesizedProof;
+use crate::pce::Pce;
+use crate::synth::{SynthPath, SynthesizedProof};
 
 /// The envelope Curio's client sends: the C1 JSON, base64-encoded, with the sector's identity.
 #[derive(Deserialize)]
@@ -336,14 +337,19 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
         self.proofs.len()
     }
 
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+    fn synthesize(
+        &self,
+        k: usize,
+        pce: Option<&Pce>,
+    ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
         // The seed only enters through the public inputs the verifier derives (the challenges):
         // a C1 output with a wrong seed gives a satisfied circuit and a proof that never verifies.
         synthesize_checked(
-            self.circuit(k)?,
+            || self.circuit(k),
             k,
             &self.public_inputs(k)?,
             "the seed and commitments of the C1 output",
+            pce,
         )
     }
 

@@ -26,7 +26,8 @@ use super::{
     PartitionCircuits, ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
-use crate::synth::SynthesizedProof;
+use crate::pce::Pce;
+use crate::synth::{SynthPath, SynthesizedProof};
 
 /// The actors' limit on partitions in one deadline: a WindowPoSt partition index beyond it is
 /// not a request anyone can make.
@@ -480,12 +481,17 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
         1
     }
 
-    fn synthesize(&self, _k: usize) -> Result<SynthesizedProof, CircuitError> {
+    fn synthesize(
+        &self,
+        _k: usize,
+        pce: Option<&Pce>,
+    ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
         synthesize_checked(
-            self.circuit()?,
+            || self.circuit(),
             0,
             &self.expected,
             "the randomness, prover id and partition index",
+            pce,
         )
     }
 

@@ -15,7 +15,19 @@ use super::post::PoStJob;
 use super::{prover_id_from_miner, CircuitError, ProofJob};
 
 /// The four proof kinds the appliance proves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProofKind {
     /// PoRep C2 (seal commit phase 2) from a C1 output.

@@ -24,7 +24,8 @@ use super::{
     PartitionCircuits, ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
-use crate::synth::SynthesizedProof;
+use crate::pce::Pce;
+use crate::synth::{SynthPath, SynthesizedProof};
 
 /// A parsed, checked SnapDeals job.
 pub struct SnapDeals {
@@ -247,7 +248,11 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits fo
         self.proofs.len()
     }
 
-    fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
+    fn synthesize(
+        &self,
+        k: usize,
+        pce: Option<&Pce>,
+    ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
         let expected =
             <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::generate_public_inputs(
                 &self.public_inputs,
@@ -258,10 +263,11 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits fo
                 CircuitError::Synthesis(format!("public inputs of partition {k}: {e:#}"))
             })?;
         synthesize_checked(
-            self.circuit(k)?,
+            || self.circuit(k),
             k,
             &expected,
             "comm_r_old, comm_r_new and comm_d_new",
+            pce,
         )
     }
 

@@ -26,6 +26,12 @@ pub enum Baseline {
     Cpu,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SynthBaseline {
+    /// The full path: every constraint built and evaluated.
+    Full,
+}
+
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// Time synthesis and proving of one partition of a proof kind.
@@ -76,6 +82,32 @@ pub enum BenchCommand {
         params: ParamsLocation,
         #[command(flatten)]
         backend: BackendArgs,
+    },
+    /// Time synthesis of one partition per proof kind through the PCE (extracted first if
+    /// missing) and, with --compare full, on the full path in the same run: seconds, peak RSS,
+    /// and whether both made the same synthesized proof.
+    Synth {
+        /// Proof kinds, measured one after the other in this run.
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "porep-c2,snap-deals"
+        )]
+        kinds: Vec<ProofKind>,
+        #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
+        sector_size: u64,
+        /// Also synthesize on the full path, alternating with the PCE path.
+        #[arg(long, value_enum)]
+        compare: Option<SynthBaseline>,
+        /// Syntheses per path (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Partition to synthesize.
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
+        #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
+        pce_dir: PathBuf,
     },
     /// Time one G1 MSM of random points and scalars.
     Msm {
@@ -135,6 +167,32 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 budget_bytes.unwrap_or(0),
                 provers,
             )
+        }
+        BenchCommand::Synth {
+            kinds,
+            sector_size,
+            compare,
+            runs,
+            partition,
+            pce_dir,
+        } => {
+            let store = crate::pce::PceStore::open(&pce_dir)?;
+            let mut reports = Vec::new();
+            for kind in kinds {
+                let job = prepare(fresh_sample(kind, sector_size)?)?;
+                reports.push(bench_synth(
+                    job.as_ref(),
+                    partition,
+                    compare,
+                    runs.max(1),
+                    &store,
+                )?);
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json!({"bench": "synth", "kinds": reports}))?
+            );
+            Ok(())
         }
         BenchCommand::Msm { log2 } => bench_msm(log2),
     }
@@ -257,6 +315,122 @@ fn bench_job(
     }
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
+}
+
+/// One kind's synthesis both ways; each synthesis starts from a reset peak RSS (the PCE's
+/// mapped pages, resident once used, are in both paths' figures alike).
+fn bench_synth(
+    job: &dyn ProofJob,
+    partition: usize,
+    compare: Option<SynthBaseline>,
+    runs: usize,
+    store: &crate::pce::PceStore,
+) -> Result<serde_json::Value> {
+    use crate::synth::SynthPath;
+    let circuit = job.circuit_id();
+    let start = Instant::now();
+    let (_, obtained) = store.obtain(&circuit, false)?;
+    let obtain_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let pce = store
+        .load(&circuit)?
+        .context("the PCE file vanished after extraction")?;
+    let load_s = start.elapsed().as_secs_f64();
+    let mut paths: Vec<(Option<&crate::pce::Pce>, SynthPath)> = vec![(Some(&pce), SynthPath::Pce)];
+    if compare == Some(SynthBaseline::Full) {
+        paths.push((None, SynthPath::Full));
+    }
+    let mut seconds = vec![Vec::new(); paths.len()];
+    let mut peaks = vec![Vec::new(); paths.len()];
+    let mut digests = vec![None; paths.len()];
+    let mut synthesized_bytes = 0;
+    for run in 0..runs {
+        // Alternate which path goes first.
+        for i in (0..paths.len()).map(|i| (i + run) % paths.len()) {
+            let (with, want) = paths[i];
+            reset_peak_rss();
+            let start = Instant::now();
+            let (synth, path) = job.synthesize_with(partition, with)?;
+            seconds[i].push(start.elapsed().as_secs_f64());
+            peaks[i].push(proc_status_bytes("VmHWM:"));
+            if path != want {
+                bail!(
+                    "{} synthesis took the {} path",
+                    want.as_str(),
+                    path.as_str()
+                );
+            }
+            synthesized_bytes = synth.heap_bytes();
+            digests[i].get_or_insert_with(|| digest(&synth));
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let mut report = json!({
+        "kind": job.kind(),
+        "circuit": circuit,
+        "partition": partition,
+        "threads": rayon::current_num_threads(),
+        "pce": {
+            "extracted_now": obtained == crate::pce::store::Obtained::Extracted,
+            "obtain_s": obtain_s,
+            "load_s": load_s,
+            "bytes": pce.bytes(),
+            "constraints": pce.shape().constraints,
+            "aux": pce.shape().aux,
+            "nnz": pce.nnz(),
+            "coefficients": pce.coefficients().len(),
+        },
+        "synthesized_bytes": synthesized_bytes,
+    });
+    for (i, (_, path)) in paths.iter().enumerate() {
+        report[path.as_str()] = json!({
+            "synthesis_s": median(&mut seconds[i]),
+            "runs_s": seconds[i],
+            "peak_rss_bytes": peaks[i].iter().max(),
+        });
+    }
+    if paths.len() == 2 {
+        report["speedup"] = json!(
+            report["full"]["synthesis_s"].as_f64().unwrap_or(0.0)
+                / report["pce"]["synthesis_s"].as_f64().unwrap_or(f64::NAN)
+        );
+        report["identical"] = json!(digests[0] == digests[1]);
+    }
+    Ok(report)
+}
+
+/// SHA-256 of everything a synthesized proof holds: equal digests, equal proofs.
+fn digest(synth: &crate::synth::SynthesizedProof) -> [u8; 32] {
+    use ff::PrimeField;
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for values in [&synth.a, &synth.b, &synth.c, &synth.inputs, &synth.aux] {
+        h.update((values.len() as u64).to_le_bytes());
+        for v in values.iter() {
+            h.update(v.to_repr());
+        }
+    }
+    for d in [
+        &synth.a_aux_density,
+        &synth.b_input_density,
+        &synth.b_aux_density,
+    ] {
+        h.update((d.len() as u64).to_le_bytes());
+        for w in d.words() {
+            h.update(w.to_le_bytes());
+        }
+    }
+    h.finalize().into()
+}
+
+/// Resets this process's peak RSS (VmHWM) to its current RSS (Linux: clear_refs 5).
+fn reset_peak_rss() {
+    if let Err(e) = std::fs::write("/proc/self/clear_refs", "5") {
+        tracing::warn!(error = %e, "cannot reset the peak RSS: peaks are since process start");
+    }
 }
 
 /// `VmHWM` (peak resident set) or `VmRSS` of this process, bytes.

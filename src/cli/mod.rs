@@ -4,6 +4,7 @@ mod bench;
 mod config;
 mod logging;
 mod params;
+mod pce;
 mod prove;
 mod selftest;
 mod serve;
@@ -32,6 +33,9 @@ enum Command {
     /// Groth16 parameter files.
     #[command(subcommand)]
     Params(params::ParamsCommand),
+    /// Pre-compiled constraint evaluators (recorded R1CS matrices).
+    #[command(subcommand)]
+    Pce(pce::PceCommand),
     /// Measure the prover, optionally against bellperson in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -92,6 +96,7 @@ pub fn run() -> ExitCode {
         Command::Config(cmd) => config::run(cmd),
         Command::Prove(cmd) => prove::run(cmd),
         Command::Params(cmd) => params::run(cmd),
+        Command::Pce(cmd) => pce::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Selftest(args) => selftest::run(args),
     };

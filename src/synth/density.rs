@@ -94,6 +94,24 @@ impl Density {
         })
     }
 
+    /// The bits, 64 to a word, least significant first.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// A density of `len` bits from its words; None unless there are exactly enough words and
+    /// the bits past `len` are clear.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Option<Density> {
+        if words.len() != len.div_ceil(64) {
+            return None;
+        }
+        if len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0) {
+            return None;
+        }
+        let ones = words.iter().map(|w| w.count_ones() as usize).sum();
+        Some(Density { words, len, ones })
+    }
+
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.words.capacity() * 8
@@ -125,6 +143,22 @@ mod tests {
             assert_eq!(d.count(), len);
             assert_eq!(d.iter_ones().count(), len);
         }
+    }
+
+    #[test]
+    fn words_round_trip_and_stray_bits_are_refused() {
+        let mut d = Density::new();
+        for i in 0..70 {
+            d.push();
+            if i % 3 == 0 {
+                d.set(i);
+            }
+        }
+        assert_eq!(Density::from_words(d.words().to_vec(), 70), Some(d.clone()));
+        assert_eq!(Density::from_words(d.words().to_vec(), 200), None);
+        let mut stray = d.words().to_vec();
+        stray[1] |= 1 << 10;
+        assert_eq!(Density::from_words(stray, 70), None);
     }
 
     #[test]

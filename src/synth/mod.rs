@@ -61,6 +61,24 @@ impl SynthesizedProof {
     }
 }
 
+/// Which synthesis path made a [`SynthesizedProof`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SynthPath {
+    /// Every constraint's linear combinations built and evaluated ([`synthesize`]).
+    Full,
+    /// The witness only, then a/b/c from the circuit's PCE ([`crate::pce`]).
+    Pce,
+}
+
+impl SynthPath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SynthPath::Full => "full",
+            SynthPath::Pce => "pce",
+        }
+    }
+}
+
 /// Synthesizes `circuit` with the full (enforce-evaluating) path.
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<SynthesizedProof, SynthesisError> {
     let mut cs = ProvingSystem::new();
