@@ -373,7 +373,7 @@ fn bench_synth(
         "circuit": circuit,
         "partition": partition,
         "threads": rayon::current_num_threads(),
-        "pce": {
+        "pce_file": {
             "extracted_now": obtained == crate::pce::store::Obtained::Extracted,
             "obtain_s": obtain_s,
             "load_s": load_s,

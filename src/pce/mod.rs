@@ -170,10 +170,27 @@ impl Pce {
 
     /// Synthesizes `circuit` through this PCE: the witness only, then a/b/c by SpMV.
     pub fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedProof, PceError> {
+        let start = std::time::Instant::now();
+        let (inputs, aux) = self.witness(circuit)?;
+        let witness_s = start.elapsed().as_secs_f64();
+        let synth = self.evaluate(inputs, aux)?;
+        tracing::debug!(
+            witness_s,
+            spmv_s = start.elapsed().as_secs_f64() - witness_s,
+            "PCE synthesis"
+        );
+        Ok(synth)
+    }
+
+    /// The witness of `circuit` (inputs, ONE first, and aux), no constraint evaluated.
+    pub fn witness<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+    ) -> Result<(Vec<Scalar>, Vec<Scalar>), PceError> {
         let mut cs = WitnessSystem::with_capacity(self.shape);
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut cs)?;
-        self.evaluate(cs.inputs, cs.aux)
+        Ok((cs.inputs, cs.aux))
     }
 
     /// The synthesized proof of a witness: a/b/c = A·z, B·z, C·z with z = (inputs, aux).
@@ -190,7 +207,12 @@ impl Pce {
                 expected_aux: self.shape.aux,
             });
         }
-        let [a, b, c] = [0, 1, 2].map(|m| spmv(self.matrix(m), &self.coefficients, &inputs, &aux));
+        let [a, b, c] = spmv(
+            [0, 1, 2].map(|m| self.matrix(m)),
+            &self.coefficients,
+            &inputs,
+            &aux,
+        );
         Ok(SynthesizedProof {
             a,
             b,
@@ -207,39 +229,70 @@ impl Pce {
 /// Rows per parallel task of the SpMV.
 const ROWS_PER_TASK: usize = 1 << 12;
 
-/// One matrix times z, row by row in parallel. ONE and minus ONE need no multiplication.
+/// A, B and C times z in one pass, row by row in parallel (a row's three entries touch the same
+/// witness values). Most terms need no multiplication: coefficients ONE and minus ONE, and
+/// witness values 0 and 1 (bits are most of a Filecoin witness).
 fn spmv(
-    m: MatrixRef<'_>,
+    matrices: [MatrixRef<'_>; 3],
     coefficients: &[Scalar],
     inputs: &[Scalar],
     aux: &[Scalar],
-) -> Vec<Scalar> {
-    let rows = m.row_ptr.len() - 1;
-    let mut out = vec![Scalar::ZERO; rows];
-    out.par_chunks_mut(ROWS_PER_TASK)
+) -> [Vec<Scalar>; 3] {
+    let rows = matrices[0].row_ptr.len() - 1;
+    let mut out: [Vec<Scalar>; 3] = std::array::from_fn(|_| Vec::with_capacity(rows));
+    let [oa, ob, oc] = &mut out;
+    fn chunks(v: &mut Vec<Scalar>, rows: usize) -> Vec<&mut [std::mem::MaybeUninit<Scalar>]> {
+        v.spare_capacity_mut()[..rows]
+            .chunks_mut(ROWS_PER_TASK)
+            .collect()
+    }
+    let (ca, cb, cc) = (chunks(oa, rows), chunks(ob, rows), chunks(oc, rows));
+    ca.into_par_iter()
+        .zip(cb)
+        .zip(cc)
         .enumerate()
-        .for_each(|(task, chunk)| {
+        .for_each(|(task, ((ca, cb), cc))| {
             let first = task * ROWS_PER_TASK;
-            for (i, out) in chunk.iter_mut().enumerate() {
-                let row = first + i;
-                let entries = m.row_ptr[row] as usize..m.row_ptr[row + 1] as usize;
-                let mut acc = Scalar::ZERO;
-                for (&col, &k) in m.cols[entries.clone()].iter().zip(&m.coeffs[entries]) {
-                    let value = if col & INPUT_COLUMN == 0 {
-                        aux[col as usize]
-                    } else {
-                        inputs[(col & !INPUT_COLUMN) as usize]
-                    };
-                    acc += match k {
-                        0 => value,
-                        1 => -value,
-                        k => value * coefficients[k as usize],
-                    };
+            for (m, chunk) in [ca, cb, cc].into_iter().enumerate() {
+                let matrix = matrices[m];
+                for (i, out) in chunk.iter_mut().enumerate() {
+                    out.write(row(matrix, first + i, coefficients, inputs, aux));
                 }
-                *out = acc;
             }
         });
+    for v in &mut out {
+        // SAFETY: the tasks above wrote every one of the first `rows` elements.
+        unsafe { v.set_len(rows) };
+    }
     out
+}
+
+#[inline]
+fn row(
+    m: MatrixRef<'_>,
+    row: usize,
+    coefficients: &[Scalar],
+    inputs: &[Scalar],
+    aux: &[Scalar],
+) -> Scalar {
+    let entries = m.row_ptr[row] as usize..m.row_ptr[row + 1] as usize;
+    let mut acc = Scalar::ZERO;
+    for (&col, &k) in m.cols[entries.clone()].iter().zip(&m.coeffs[entries]) {
+        let value = if col & INPUT_COLUMN == 0 {
+            &aux[col as usize]
+        } else {
+            &inputs[(col & !INPUT_COLUMN) as usize]
+        };
+        match k {
+            0 => acc += value,
+            1 => acc -= value,
+            // Plain comparisons: nothing here is secret.
+            _ if *value == Scalar::ZERO => {}
+            k if *value == Scalar::ONE => acc += &coefficients[k as usize],
+            k => acc += *value * coefficients[k as usize],
+        }
+    }
+    acc
 }
 
 /// A constraint system that computes the witness and nothing else: `enforce` does not even
