@@ -34,6 +34,15 @@ pub struct Metrics {
     pub parameters_bytes: prometheus::IntGauge,
     /// Partitions waiting for memory or depth to start synthesis (set when scraped).
     pub partitions_waiting: prometheus::IntGauge,
+    /// Partitions synthesized, by kind and path (pce, full).
+    pub syntheses: IntCounterVec,
+    /// PCE lookups when a job starts, by circuit and result (hit: loaded or shared; miss).
+    pub pce_lookups: IntCounterVec,
+    /// Background PCE extractions, by circuit and result (ok, failed).
+    pub pce_extractions: IntCounterVec,
+    pub pce_load_seconds: HistogramVec,
+    /// Budget bytes held by loaded PCEs now (set when scraped).
+    pub pce_bytes: prometheus::IntGauge,
 }
 
 /// Buckets from 10 ms to about 45 minutes.
@@ -73,7 +82,45 @@ impl Metrics {
                 .expect("unique metric");
             g
         };
+        let counter_by = |name: &str, help: &str, labels: &[&str]| {
+            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("unique metric");
+            c
+        };
         let m = Metrics {
+            syntheses: counter_by(
+                "cuzk_syntheses_total",
+                "Partitions synthesized, by path: pce (witness + SpMV) or full",
+                &["kind", "path"],
+            ),
+            pce_lookups: counter_by(
+                "cuzk_pce_lookups_total",
+                "PCE lookups at job start: hit (loaded or shared) or miss (full path)",
+                &["circuit", "result"],
+            ),
+            pce_extractions: counter_by(
+                "cuzk_pce_extractions_total",
+                "Background PCE extractions, ok or failed",
+                &["circuit", "result"],
+            ),
+            pce_load_seconds: {
+                let h = HistogramVec::new(
+                    HistogramOpts::new("cuzk_pce_load_seconds", "Time to map and check a PCE file")
+                        .buckets(buckets()),
+                    &["circuit"],
+                )
+                .expect("valid metric");
+                registry
+                    .register(Box::new(h.clone()))
+                    .expect("unique metric");
+                h
+            },
+            pce_bytes: plain_gauge(
+                "cuzk_memory_pce_bytes",
+                "Budget bytes held by loaded PCEs (part of cuzk_memory_parameters_bytes)",
+            ),
             budget_bytes: plain_gauge("cuzk_memory_budget_bytes", "Bytes the appliance may hold"),
             memory_limit_bytes: plain_gauge(
                 "cuzk_memory_limit_bytes",
@@ -85,7 +132,7 @@ impl Metrics {
             ),
             parameters_bytes: plain_gauge(
                 "cuzk_memory_parameters_bytes",
-                "Budget bytes held by loaded Groth16 parameter sets",
+                "Budget bytes held by loaded sets: Groth16 parameters, PCEs and PCE extractions",
             ),
             partitions_waiting: plain_gauge(
                 "cuzk_partitions_waiting",
@@ -142,6 +189,9 @@ impl Metrics {
             m.queue_depth.with_label_values(&[kind.as_str()]);
             m.proofs_verified.with_label_values(&[kind.as_str()]);
             m.proofs_failed.with_label_values(&[kind.as_str()]);
+            for path in [crate::synth::SynthPath::Pce, crate::synth::SynthPath::Full] {
+                m.syntheses.with_label_values(&[kind.as_str(), path.as_str()]);
+            }
         }
         for stage in crate::engine::Stage::ALL {
             m.ledger_buffers.with_label_values(&[stage.as_str()]);

@@ -29,7 +29,11 @@ pub async fn status(State(app): State<Arc<App>>) -> Response {
         "queued": engine.queued,
         "ledger": engine.ledger,
         "pipeline": engine.pipeline,
-        "caches": { "parameters_loaded": engine.parameters_loaded },
+        "caches": {
+            "parameters_loaded": engine.parameters_loaded,
+            "pces_loaded": engine.pces_loaded,
+            "pces_extracting": engine.pces_extracting,
+        },
         "data_dir": app.settings.data_dir,
         "params_dir": app.settings.params_dir,
     }))
@@ -60,7 +64,11 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Result<Response, Problem> {
 }
 
 pub async fn metrics(State(app): State<Arc<App>>) -> Response {
-    let pipeline = app.engine.status().pipeline;
+    let status = app.engine.status();
+    let pipeline = status.pipeline;
+    app.metrics
+        .pce_bytes
+        .set(status.pces_loaded.iter().map(|p| p.bytes).sum::<u64>() as i64);
     app.metrics
         .reserved_bytes
         .set(pipeline.reserved_bytes as i64);

@@ -78,6 +78,12 @@ pub enum BenchCommand {
         /// Memory budget in bytes (default: derived from the cgroup or MemTotal).
         #[arg(long)]
         budget_bytes: Option<u64>,
+        /// Synthesize on the full path only (no PCE).
+        #[arg(long)]
+        no_pce: bool,
+        /// Where PCE files are kept (the kind's PCE is extracted before the jobs start).
+        #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
+        pce_dir: PathBuf,
         #[command(flatten)]
         params: ParamsLocation,
         #[command(flatten)]
@@ -153,12 +159,21 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             workers,
             depth,
             budget_bytes,
+            no_pce,
+            pce_dir,
             params,
             backend,
         } => {
             params.apply()?;
             let provers = backend.select()?;
             let request = fresh_sample(kind, sector_size)?;
+            let pce = if no_pce {
+                None
+            } else {
+                let store = crate::pce::PceStore::open(&pce_dir)?;
+                store.obtain(&prepare(request.clone())?.circuit_id(), false)?;
+                Some(std::sync::Arc::new(store))
+            };
             bench_pipeline(
                 &request,
                 jobs,
@@ -166,6 +181,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 depth,
                 budget_bytes.unwrap_or(0),
                 provers,
+                pce,
             )
         }
         BenchCommand::Synth {
@@ -453,6 +469,7 @@ fn bench_pipeline(
     depth: usize,
     budget_bytes: u64,
     provers: crate::groth16::Provers,
+    pce: Option<std::sync::Arc<crate::pce::PceStore>>,
 ) -> Result<()> {
     use crate::engine::pipeline::Pipeline;
     use crate::engine::{Engine, Limits, Proving, Stage};
@@ -462,6 +479,7 @@ fn bench_pipeline(
     let data = tempfile::tempdir()?;
     let budget = Budget::detect(&System::default(), budget_bytes, 1 << 30)?;
     let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+    let counters = metrics.clone();
     let (backend, devices) = (provers.name(), provers.backends.len());
     let engine = Engine::start(
         JobStore::open(data.path())?,
@@ -470,6 +488,7 @@ fn bench_pipeline(
             pipeline: Pipeline::new(budget.total_bytes, depth, provers.backends.len()),
             provers,
             workers,
+            pce: pce.clone(),
         },
         Limits {
             max_queued_jobs: jobs.max(1),
@@ -547,6 +566,11 @@ fn bench_pipeline(
             "peak_parameters_bytes": peak_parameters,
             "prover_busy_fraction": prover_busy as f64 / samples as f64,
             "mean_partitions_per_stage": occupancy,
+            "pce": pce.is_some(),
+            "syntheses": {
+                "pce": counters.syntheses.with_label_values(&[request.kind().as_str(), "pce"]).get(),
+                "full": counters.syntheses.with_label_values(&[request.kind().as_str(), "full"]).get(),
+            },
         }))?
     );
     if verified != jobs {

@@ -87,6 +87,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
         "concurrency (0 in proving.workers/depth: derived)"
     );
     let pipeline = Pipeline::new(budget.total_bytes, concurrency.depth, slots);
+    let pce = if settings.pce {
+        Some(Arc::new(crate::pce::PceStore::open(
+            &settings.data_dir.join("pce"),
+        )?))
+    } else {
+        None
+    };
     let engine = Engine::start(
         store,
         metrics.clone(),
@@ -94,6 +101,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             pipeline,
             provers,
             workers: concurrency.workers,
+            pce,
         },
         limits(&settings),
         notifier.clone(),

@@ -90,6 +90,9 @@ pub struct ProvingConfig {
     pub backend: BackendChoice,
     /// GPU ordinals to prove on (empty: all).
     pub gpus: Vec<usize>,
+    /// Synthesize through pre-compiled constraint evaluators (<data_dir>/pce), extracted in the
+    /// background the first time a circuit is proved.
+    pub pce: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,6 +135,7 @@ impl Default for ProvingConfig {
             provers: 1,
             backend: BackendChoice::Auto,
             gpus: Vec::new(),
+            pce: true,
         }
     }
 }
@@ -163,6 +167,7 @@ pub struct Settings {
     pub provers: usize,
     pub backend: BackendChoice,
     pub gpus: Vec<usize>,
+    pub pce: bool,
     pub drain_timeout: Duration,
     pub status_interval: Duration,
 }
@@ -273,6 +278,7 @@ impl Config {
             provers: self.proving.provers,
             backend: self.proving.backend,
             gpus: self.proving.gpus.clone(),
+            pce: self.proving.pce,
             drain_timeout: Duration::from_secs(self.service.drain_timeout_secs),
             status_interval: Duration::from_secs(self.service.status_interval_secs),
         })

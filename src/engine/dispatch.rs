@@ -98,6 +98,22 @@ impl<T> Dispatcher<T> {
         self.push(true, work)
     }
 
+    /// Admits a hold at once if nothing waits (no hold, no partition) and it fits with room for
+    /// one more set of the largest size held; else false, and nothing is queued. For sets a job
+    /// can do without (a PCE): they never delay work that waits.
+    pub fn try_hold(&mut self, bytes: u64) -> bool {
+        if !self.holds.is_empty() || !self.queue.is_empty() {
+            return false;
+        }
+        let largest = self.held.iter().max().copied().unwrap_or(0);
+        if self.reserved + bytes + if largest == 0 { 0 } else { bytes.max(largest) } > self.budget {
+            return false;
+        }
+        self.reserved += bytes;
+        self.held.push(bytes);
+        true
+    }
+
     /// Behind the work of its priority, in the holds' queue or the partitions'.
     fn push(&mut self, hold: bool, work: Work<T>) -> Result<(), Work<T>> {
         if work.bytes > self.budget {
@@ -509,6 +525,35 @@ mod simulation {
         );
         d.enqueue_hold(work(1, 60, "cancelled")).unwrap();
         assert_eq!(d.remove(|i| *i == "cancelled"), 1);
+    }
+
+    #[test]
+    fn an_optional_hold_is_taken_only_when_nothing_waits_and_it_leaves_room() {
+        let mut d: Dispatcher<&str> = Dispatcher::new(100, 2);
+        let work = |priority, bytes, item| Work {
+            priority,
+            bytes,
+            item,
+        };
+        // A parameter set of 40 is held: a PCE of 30 needs 30 + 40 of room, which is there.
+        d.enqueue_hold(work(2, 40, "set")).unwrap();
+        assert_eq!(d.admit(), Ok(work(2, 40, "set")));
+        assert!(d.try_hold(30));
+        assert_eq!((d.reserved(), d.held()), (70, 70));
+        // Another needs 20 + 40 > 30 left.
+        assert!(!d.try_hold(20));
+        d.release_hold(30);
+        // A partition waiting for budget comes first.
+        d.enqueue(work(2, 70, "a-1")).unwrap();
+        assert_eq!(d.admit(), Err(Blocked::Budget));
+        assert!(!d.try_hold(5));
+        d.release_hold(40);
+        assert_eq!(d.admit(), Ok(work(2, 70, "a-1")));
+        // So does a queued hold.
+        d.enqueue_hold(work(3, 50, "extraction")).unwrap();
+        assert_eq!(d.admit(), Err(Blocked::Budget));
+        assert!(!d.try_hold(10));
+        assert_eq!(d.reserved(), 70, "refused optional holds leave nothing behind");
     }
 
     #[test]

@@ -10,15 +10,16 @@
 pub mod dispatch;
 mod ledger;
 pub mod pipeline;
+mod sets;
 
 pub use ledger::{Ledger, LedgerEntry, Stage};
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -29,12 +30,14 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use crate::circuits::{CircuitError, ProofKind, ProofRequest};
+use crate::circuits::{CircuitError, CircuitId, ProofJob, ProofKind, ProofRequest};
 use crate::gpu::GpuInfo;
 use crate::groth16::{prove, Provers};
 use crate::jobs::{now_ms, JobError, JobRecord, JobState, JobStore, Progress, Timings};
 use crate::metrics::Metrics;
+use crate::pce::{Pce, PceStore};
 use crate::srs::Srs;
+use sets::{Loaded, Sets};
 use crate::systemd::Notifier;
 
 /// What may change while the service runs (SIGHUP).
@@ -102,9 +105,17 @@ struct Inner {
     notifier: Option<Arc<Notifier>>,
     /// Parameter sets in use, shared by concurrent jobs; the last one loaded stays resident
     /// unless another load waits for budget.
-    srs: Mutex<SrsCache>,
-    /// One load per parameter set at a time (held while it waits for budget and reads).
+    srs: Sets<Srs>,
+    /// PCEs in use, likewise; loaded only when they fit without waiting.
+    pces: Sets<Pce>,
+    /// One load per file at a time (held while it waits for budget and reads).
     loading: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
+    /// Where PCE files are kept (None: PCEs turned off).
+    pce_store: Option<Arc<PceStore>>,
+    /// Circuits whose PCE is being extracted in the background.
+    extracting: Arc<Mutex<HashSet<CircuitId>>>,
+    /// Set when draining: background extractions waiting for budget give up.
+    stopping: Arc<AtomicBool>,
     /// Priorities of the loads waiting for budget: meanwhile only more urgent jobs start, so the
     /// sets in use drain.
     loads_waiting: Mutex<Vec<u8>>,
@@ -112,13 +123,13 @@ struct Inner {
     watchdog: Option<Duration>,
 }
 
-/// Parameter sets by path (alive while a job uses them) and the one kept resident.
-type SrsCache = (HashMap<PathBuf, Weak<LoadedSet>>, Option<Arc<LoadedSet>>);
+/// Background work (PCE extraction) waits behind every job's work.
+const BACKGROUND: u8 = u8::MAX;
 
-/// A loaded parameter set and the budget it holds, given back when the last user drops it.
-struct LoadedSet {
-    srs: Srs,
-    held: pipeline::Held,
+/// Bytes held while a PCE is recorded: its arrays take about 57 bytes per constraint for 2 KiB
+/// PoRep (8 per non-zero entry, 12 per row); 64 per row of the domain covers them.
+fn extraction_bytes(srs: &Srs) -> u64 {
+    (srs.h.len() as u64 + 1) * 64
 }
 
 #[derive(Clone)]
@@ -136,8 +147,17 @@ pub struct EngineStatus {
     pub ledger: Vec<ledger::StageCount>,
     pub pipeline: pipeline::PipelineStatus,
     pub parameters_loaded: Vec<PathBuf>,
+    pub pces_loaded: Vec<LoadedFile>,
+    pub pces_extracting: Vec<CircuitId>,
     pub backend: &'static str,
     pub gpus: Vec<GpuInfo>,
+}
+
+/// A loaded file and the budget bytes it holds.
+#[derive(Debug, Serialize)]
+pub struct LoadedFile {
+    pub path: PathBuf,
+    pub bytes: u64,
 }
 
 fn priority(kind: ProofKind) -> u8 {
@@ -189,6 +209,8 @@ pub struct Proving {
     pub pipeline: Arc<pipeline::Pipeline>,
     pub provers: Provers,
     pub workers: usize,
+    /// PCE files (None: every partition on the full path).
+    pub pce: Option<Arc<PceStore>>,
 }
 
 impl Engine {
@@ -205,6 +227,7 @@ impl Engine {
             pipeline,
             provers,
             workers,
+            pce,
         } = proving;
         let inner = Arc::new(Inner {
             ledger: Ledger::new(metrics.clone()),
@@ -218,8 +241,12 @@ impl Engine {
             wake: Condvar::new(),
             heartbeat_ms: AtomicU64::new(now_ms()),
             ready: AtomicBool::new(false),
-            srs: Mutex::new((HashMap::new(), None)),
+            srs: Sets::new(),
+            pces: Sets::new(),
             loading: Mutex::new(HashMap::new()),
+            pce_store: pce,
+            extracting: Arc::new(Mutex::new(HashSet::new())),
+            stopping: Arc::new(AtomicBool::new(false)),
             loads_waiting: Mutex::new(Vec::new()),
             watchdog: watchdog.filter(|_| notifier.is_some()),
             notifier,
@@ -357,12 +384,17 @@ impl Engine {
                 *queued.entry(r.kind).or_default() += 1;
             }
         }
-        let parameters_loaded = lock(&self.inner.srs)
-            .0
-            .iter()
-            .filter(|(_, w)| w.strong_count() > 0)
-            .map(|(p, _)| p.clone())
+        let parameters_loaded = self.inner.srs.loaded().into_iter().map(|(p, _)| p).collect();
+        let pces_loaded = self
+            .inner
+            .pces
+            .loaded()
+            .into_iter()
+            .map(|(path, bytes)| LoadedFile { path, bytes })
             .collect();
+        let mut pces_extracting: Vec<CircuitId> =
+            lock(&self.inner.extracting).iter().cloned().collect();
+        pces_extracting.sort();
         EngineStatus {
             workers: self.inner.workers,
             running: st.running,
@@ -371,6 +403,8 @@ impl Engine {
             ledger: self.inner.ledger.snapshot(),
             pipeline: self.inner.pipeline.snapshot(),
             parameters_loaded,
+            pces_loaded,
+            pces_extracting,
             backend: self.inner.provers.name(),
             gpus: self.inner.provers.gpus.clone(),
         }
@@ -399,6 +433,7 @@ impl Engine {
     /// whether they all did; jobs still running stay stored and run again at the next start.
     pub fn drain(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
+        self.inner.stopping.store(true, Ordering::SeqCst);
         let mut st = lock(&self.inner.state);
         st.draining = true;
         self.inner.wake.notify_all();
@@ -681,7 +716,7 @@ impl Inner {
         let kind = proof_job.kind().as_str();
         let urgency = priority(proof_job.kind());
         let set = self.srs_for(&proof_job.params_path(), urgency, &job.cancel)?;
-        let srs = &set.srs;
+        let srs = &set.value;
         let estimate = partition_bytes(srs);
         let budget = self.pipeline.snapshot().budget_bytes;
         // The dispatcher's no-deadlock rule needs a partition no larger than its set (true of
@@ -695,7 +730,7 @@ impl Inner {
         };
         if let Some(why) = unfit {
             let held = set.held.bytes();
-            self.evict_resident(&set);
+            self.srs.evict(&set);
             return Err(Ending::Failed(JobError {
                 kind: "over-budget".into(),
                 detail: format!(
@@ -703,6 +738,7 @@ impl Inner {
                 ),
             }));
         }
+        let pce = self.pce_for(proof_job.as_ref(), extraction_bytes(srs));
         let mut proofs = Vec::with_capacity(partitions);
         let (mut synthesis_s, mut prove_s) = (0.0, 0.0);
         for k in 0..partitions {
@@ -714,9 +750,14 @@ impl Inner {
             self.stage(job, "synthesis")?;
             let entry = self.ledger.enter(Stage::Synthesizing, 0);
             let start = Instant::now();
-            let synth = proof_job.synthesize(k)?;
+            let (synth, path) =
+                proof_job.synthesize_with(k, pce.as_ref().map(|set| &set.value))?;
             let secs = start.elapsed().as_secs_f64();
             synthesis_s += secs;
+            self.metrics
+                .syntheses
+                .with_label_values(&[kind, path.as_str()])
+                .inc();
             self.metrics
                 .synthesis_seconds
                 .with_label_values(&[kind])
@@ -736,6 +777,8 @@ impl Inner {
                     id = %id,
                     estimated_bytes = estimate,
                     synthesized_bytes = synth.heap_bytes(),
+                    synthesis_path = path.as_str(),
+                    synthesis_s = secs,
                     "partition reservation: estimate and synthesized size"
                 );
             }
@@ -787,6 +830,19 @@ impl Inner {
         Ok(())
     }
 
+    /// One load of `path` at a time in this process.
+    fn flight(&self, path: &Path) -> Arc<Mutex<()>> {
+        lock(&self.loading)
+            .entry(path.to_path_buf())
+            .or_default()
+            .clone()
+    }
+
+    /// Whether a set just loaded may stay resident: not while another load waits for budget.
+    fn may_keep(&self) -> bool {
+        lock(&self.loads_waiting).is_empty()
+    }
+
     /// The parameter set at `path`, shared with jobs using it now; loaded (its file's size held
     /// from the budget first, at the job's priority) when no job has it.
     fn srs_for(
@@ -794,16 +850,12 @@ impl Inner {
         path: &Path,
         urgency: u8,
         cancel: &AtomicBool,
-    ) -> Result<Arc<LoadedSet>, Ending> {
-        let cached = |cache: &SrsCache| cache.0.get(path).and_then(Weak::upgrade);
-        if let Some(set) = cached(&lock(&self.srs)) {
+    ) -> Result<Arc<Loaded<Srs>>, Ending> {
+        if let Some(set) = self.srs.get(path) {
             return Ok(set);
         }
         // One load per set at a time; loads of different sets wait in the dispatcher together.
-        let flight = lock(&self.loading)
-            .entry(path.to_path_buf())
-            .or_default()
-            .clone();
+        let flight = self.flight(path);
         let _one_load = lock(&flight);
         let bytes = std::fs::metadata(path)
             .map_err(|e| internal(format!("Groth16 parameters {}: {e}", path.display())))?
@@ -811,18 +863,13 @@ impl Inner {
         if cancel.load(Ordering::SeqCst) {
             return Err(Ending::Cancelled);
         }
-        {
-            let mut cache = lock(&self.srs);
-            if let Some(set) = cached(&cache) {
-                return Ok(set); // loaded by the flight this one waited behind
-            }
-            // Registered and the resident set dropped in one step under the cache lock: a load
-            // finishing meanwhile sees the waiter and keeps nothing resident (an idle set held
-            // for a cache would keep this hold from ever fitting; two sets are never held for
-            // the sake of a cache).
-            lock(&self.loads_waiting).push(urgency);
-            cache.1 = None;
+        // Registered as waiting with the resident set dropped in one step: a load finishing
+        // meanwhile keeps nothing resident (two sets are never held for the sake of a cache).
+        let waiting = || lock(&self.loads_waiting).push(urgency);
+        if let Some(set) = self.srs.get_or_wait(path, waiting) {
+            return Ok(set); // loaded by the flight this one waited behind
         }
+        self.pces.drop_resident();
         let held = self.pipeline.hold(urgency, bytes, cancel);
         {
             let mut waiting = lock(&self.loads_waiting);
@@ -852,21 +899,118 @@ impl Inner {
             ))
         })?;
         tracing::info!(path = %path.display(), secs = start.elapsed().as_secs_f64(), held_bytes = bytes, "parameters loaded");
-        let set = Arc::new(LoadedSet { srs, held });
-        let mut cache = lock(&self.srs);
-        cache.0.retain(|_, w| w.strong_count() > 0);
-        cache.0.insert(path.to_path_buf(), Arc::downgrade(&set));
-        if lock(&self.loads_waiting).is_empty() {
-            cache.1 = Some(set.clone());
-        }
+        let set = Arc::new(Loaded { value: srs, held });
+        self.srs.insert(path, &set, || self.may_keep());
         Ok(set)
     }
 
-    /// Drops `set` from the resident slot (it goes when its last user does).
-    fn evict_resident(&self, set: &Arc<LoadedSet>) {
-        let mut cache = lock(&self.srs);
-        if cache.1.as_ref().is_some_and(|r| Arc::ptr_eq(r, set)) {
-            cache.1 = None;
+    /// The PCE of `job`'s circuit, if PCEs are on, its file is good and it fits in the budget
+    /// now (a PCE never waits for budget: the full path needs none). A missing or unusable file
+    /// starts a background extraction (`extraction` bytes held while it records) and this job
+    /// synthesizes on the full path.
+    fn pce_for(&self, job: &dyn ProofJob, extraction: u64) -> Option<Arc<Loaded<Pce>>> {
+        let store = self.pce_store.as_ref()?;
+        let circuit = job.circuit_id();
+        let path = store.path(&circuit);
+        let found = self.load_pce(store, &circuit, &path, extraction);
+        let result = if found.is_some() { "hit" } else { "miss" };
+        self.metrics
+            .pce_lookups
+            .with_label_values(&[circuit.as_str(), result])
+            .inc();
+        found
+    }
+
+    fn load_pce(
+        &self,
+        store: &Arc<PceStore>,
+        circuit: &CircuitId,
+        path: &Path,
+        extraction: u64,
+    ) -> Option<Arc<Loaded<Pce>>> {
+        if let Some(set) = self.pces.get(path) {
+            return Some(set);
+        }
+        let flight = self.flight(path);
+        let _one_load = lock(&flight);
+        if let Some(set) = self.pces.get(path) {
+            return Some(set);
+        }
+        let Ok(meta) = std::fs::metadata(path) else {
+            self.extract_in_background(circuit, extraction);
+            return None;
+        };
+        let Some(held) = self.pipeline.try_hold(meta.len()) else {
+            tracing::info!(%circuit, bytes = meta.len(), "the PCE does not fit in the budget now; full path");
+            return None;
+        };
+        let start = Instant::now();
+        match store.load(circuit) {
+            Ok(Some(pce)) => {
+                let secs = start.elapsed().as_secs_f64();
+                self.metrics
+                    .pce_load_seconds
+                    .with_label_values(&[circuit.as_str()])
+                    .observe(secs);
+                tracing::info!(%circuit, secs, held_bytes = held.bytes(), "PCE loaded");
+                let set = Arc::new(Loaded { value: pce, held });
+                self.pces.insert(path, &set, || self.may_keep());
+                Some(set)
+            }
+            Ok(None) => {
+                self.extract_in_background(circuit, extraction);
+                None
+            }
+            Err(e) => {
+                tracing::warn!(%circuit, path = %path.display(), error = %e, "the PCE file is unusable; it is extracted anew");
+                self.extract_in_background(circuit, extraction);
+                None
+            }
+        }
+    }
+
+    /// Records `circuit`'s PCE on a thread of its own, once at a time per circuit, behind all
+    /// jobs' work in the budget; the next job of that circuit loads it.
+    fn extract_in_background(&self, circuit: &CircuitId, bytes: u64) {
+        let Some(store) = self.pce_store.clone() else {
+            return;
+        };
+        if !lock(&self.extracting).insert(circuit.clone()) {
+            return;
+        }
+        let id = circuit.clone();
+        let circuit = circuit.clone();
+        let pipeline = self.pipeline.clone();
+        let metrics = self.metrics.clone();
+        let extracting = self.extracting.clone();
+        let stopping = self.stopping.clone();
+        let name = format!("cuzk-pce-{circuit}");
+        let run = move || {
+            let outcome = pipeline
+                .hold(BACKGROUND, bytes, &stopping)
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .and_then(|_held| store.obtain(&circuit, false));
+            match outcome {
+                Ok((pce, _)) => {
+                    metrics
+                        .pce_extractions
+                        .with_label_values(&[circuit.as_str(), "ok"])
+                        .inc();
+                    tracing::info!(%circuit, estimated_bytes = bytes, bytes = pce.bytes(), "PCE ready for the next job");
+                }
+                Err(e) => {
+                    metrics
+                        .pce_extractions
+                        .with_label_values(&[circuit.as_str(), "failed"])
+                        .inc();
+                    tracing::warn!(%circuit, error = %format!("{e:#}"), "PCE extraction failed; jobs stay on the full path");
+                }
+            }
+            lock(&extracting).remove(&circuit);
+        };
+        if let Err(e) = std::thread::Builder::new().name(name).spawn(run) {
+            tracing::warn!(error = %e, "cannot start a PCE extraction thread");
+            lock(&self.extracting).remove(&id);
         }
     }
 

@@ -146,6 +146,16 @@ impl Pipeline {
         })
     }
 
+    /// Holds `bytes` for a set the caller can do without, only if they fit now and nothing
+    /// waits for budget ([`Dispatcher::try_hold`]); never blocks.
+    pub fn try_hold(self: &Arc<Self>, bytes: u64) -> Option<Held> {
+        let mut st = self.lock();
+        st.dispatcher.try_hold(bytes).then(|| Held {
+            pipeline: self.clone(),
+            bytes,
+        })
+    }
+
     /// Blocks until a partition of `bytes` may start synthesis (priority 0 first).
     pub fn admit(
         self: &Arc<Self>,
