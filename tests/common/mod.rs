@@ -70,25 +70,40 @@ pub fn stderr(out: &Output) -> String {
 }
 
 /// Proves partition `k` of `job` with cuzk's CPU backend and with bellperson, both with r and s,
-/// asserts the two proofs are the same bytes, and returns ours.
+/// asserts the two proofs are the same bytes, and returns ours. The PCE path (matrices recorded
+/// from the blank circuit into a fresh store) must give the same synthesized proof, value for
+/// value, and the same proof bytes.
 pub fn assert_identical_to_bellperson(
     job: &dyn cuzk::circuits::ProofJob,
     k: usize,
     r: blstrs::Scalar,
     s: blstrs::Scalar,
 ) -> cuzk::groth16::Proof<blstrs::Bls12> {
+    let kind = job.kind();
     let path = job.params_path();
     let synth = job.synthesize(k).unwrap();
+    let pce_dir = tempfile::tempdir().unwrap();
+    let store = cuzk::pce::PceStore::open(pce_dir.path()).unwrap();
+    let (pce, _) = store.obtain(&job.circuit_id(), false).unwrap();
+    let (fast, synth_path) = job.synthesize_with(k, Some(&pce)).unwrap();
+    drop(pce);
+    assert_eq!(synth_path, cuzk::synth::SynthPath::Pce, "{kind}");
+    assert!(fast == synth, "{kind}: the PCE path made another synthesized proof");
     let srs = cuzk::srs::Srs::read(&path).unwrap();
-    let (ours, _) = cuzk::groth16::prove(&cuzk::groth16::CpuBackend, &srs, synth, r, s).unwrap();
+    let backend = cuzk::groth16::CpuBackend;
+    let (ours, _) = cuzk::groth16::prove(&backend, &srs, synth, r, s).unwrap();
+    let (through_pce, _) = cuzk::groth16::prove(&backend, &srs, fast, r, s).unwrap();
     drop(srs);
     let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
     let params = bellperson::groth16::Parameters::read(file, false).unwrap();
     let theirs = job.bellperson_proof(k, &params, r, s).unwrap();
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    ours.write(&mut a).unwrap();
-    theirs.write(&mut b).unwrap();
-    assert_eq!(a, b, "{}: not byte-identical to bellperson", job.kind());
+    let bytes = |p: &cuzk::groth16::Proof<blstrs::Bls12>| {
+        let mut v = Vec::new();
+        p.write(&mut v).unwrap();
+        v
+    };
+    assert_eq!(bytes(&ours), bytes(&theirs), "{kind}: not byte-identical to bellperson");
+    assert_eq!(bytes(&through_pce), bytes(&ours), "{kind}: the PCE path proved other bytes");
     ours
 }
 
