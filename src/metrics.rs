@@ -190,7 +190,8 @@ impl Metrics {
             m.proofs_verified.with_label_values(&[kind.as_str()]);
             m.proofs_failed.with_label_values(&[kind.as_str()]);
             for path in [crate::synth::SynthPath::Pce, crate::synth::SynthPath::Full] {
-                m.syntheses.with_label_values(&[kind.as_str(), path.as_str()]);
+                m.syntheses
+                    .with_label_values(&[kind.as_str(), path.as_str()]);
             }
         }
         for stage in crate::engine::Stage::ALL {

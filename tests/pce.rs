@@ -84,14 +84,20 @@ fn kill_while_writing(dir: &Path, force: bool) {
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    assert!(!temp_files(dir).is_empty(), "killed mid-write: its temporary file stays behind");
+    assert!(
+        !temp_files(dir).is_empty(),
+        "killed mid-write: its temporary file stays behind"
+    );
 }
 
 #[test]
 fn a_writer_killed_mid_write_leaves_no_file_or_the_old_one() {
     let dir = tempfile::tempdir().unwrap();
     kill_while_writing(dir.path(), false);
-    assert!(!pce_file(dir.path()).exists(), "no file under the real name");
+    assert!(
+        !pce_file(dir.path()).exists(),
+        "no file under the real name"
+    );
 
     // The next run removes the dead writer's temporary file and makes a good one.
     let made = extract(dir.path());
@@ -125,14 +131,21 @@ fn a_corrupt_or_truncated_file_is_discarded_and_made_again() {
         let again = extract(dir.path());
         assert_eq!(again["extracted"], true, "{what}: {again}");
         assert_eq!(again["nnz"], first["nnz"], "{what}");
-        assert_eq!(std::fs::read(&path).unwrap(), good, "{what}: made the same again");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            good,
+            "{what}: made the same again"
+        );
     }
 }
 
 #[test]
 fn two_processes_racing_extract_once_and_both_get_the_good_file() {
     let dir = tempfile::tempdir().unwrap();
-    let children = [spawn_extract(dir.path(), false), spawn_extract(dir.path(), false)];
+    let children = [
+        spawn_extract(dir.path(), false),
+        spawn_extract(dir.path(), false),
+    ];
     let outputs: Vec<serde_json::Value> = children
         .into_iter()
         .map(|c| {

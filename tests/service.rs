@@ -779,3 +779,85 @@ fn three_poreps_and_a_winning_post_under_a_low_budget_queue_verify_and_stay_unde
         "peak RSS {peak} over budget + margin"
     );
 }
+
+#[test]
+fn the_first_porep_extracts_the_pce_and_later_ones_synthesize_through_it_across_restarts() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    let syntheses = |m: &prometheus_parse::Scrape, path: &str| {
+        m.samples
+            .iter()
+            .find(|s| {
+                s.metric == "cuzk_syntheses_total"
+                    && s.labels.get("kind") == Some("porep-c2")
+                    && s.labels.get("path") == Some(path)
+            })
+            .map_or(0.0, |s| match s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            })
+    };
+    let counter = |m: &prometheus_parse::Scrape, name: &str, result: &str| {
+        m.samples
+            .iter()
+            .find(|s| {
+                s.metric == name
+                    && s.labels.get("circuit") == Some("porep-2k")
+                    && s.labels.get("result") == Some(result)
+            })
+            .map_or(0.0, |s| match s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            })
+    };
+
+    // First job: no PCE yet, the full path; the extraction runs beside it.
+    assert_eq!(server.submit(&porep_body("first")).0, 202);
+    assert_eq!(server.wait_final("first")["state"], "done");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let m = scrape(&server);
+        if counter(&m, "cuzk_pce_extractions_total", "ok") == 1.0 {
+            break;
+        }
+        assert_eq!(counter(&m, "cuzk_pce_extractions_total", "failed"), 0.0);
+        assert!(Instant::now() < deadline, "the PCE was never extracted");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let pce_file = data.join("pce").join("porep-2k.pce");
+    assert!(pce_file.is_file(), "{} missing", pce_file.display());
+
+    // Second job: the PCE path, and the loaded PCE stays resident and held.
+    assert_eq!(server.submit(&porep_body("second")).0, 202);
+    assert_eq!(server.wait_final("second")["state"], "done");
+    let m = scrape(&server);
+    assert_eq!(syntheses(&m, "full"), 1.0);
+    assert_eq!(syntheses(&m, "pce"), 1.0);
+    assert_eq!(counter(&m, "cuzk_pce_lookups_total", "miss"), 1.0);
+    assert_eq!(counter(&m, "cuzk_pce_lookups_total", "hit"), 1.0);
+    let held = plain(&m, "cuzk_memory_pce_bytes");
+    assert!(
+        held >= std::fs::metadata(&pce_file).unwrap().len() as f64,
+        "{held}"
+    );
+    let (_, st) = server.get_json("/v1/status");
+    let loaded = &st["caches"]["pces_loaded"];
+    assert_eq!(loaded.as_array().map(Vec::len), Some(1), "{st}");
+    assert_eq!(st["caches"]["pces_extracting"], json!([]), "{st}");
+    for id in ["first", "second"] {
+        verify_porep(&server.proof(id));
+    }
+
+    // After a restart the file is loaded, not extracted again.
+    let data = server.kill9();
+    let server = Server::start(&data, &[]);
+    assert_eq!(server.submit(&porep_body("third")).0, 202);
+    assert_eq!(server.wait_final("third")["state"], "done");
+    verify_porep(&server.proof("third"));
+    let m = scrape(&server);
+    assert_eq!(syntheses(&m, "pce"), 1.0);
+    assert_eq!(syntheses(&m, "full"), 0.0);
+    assert_eq!(counter(&m, "cuzk_pce_extractions_total", "ok"), 0.0);
+}

@@ -553,7 +553,11 @@ mod simulation {
         d.enqueue_hold(work(3, 50, "extraction")).unwrap();
         assert_eq!(d.admit(), Err(Blocked::Budget));
         assert!(!d.try_hold(10));
-        assert_eq!(d.reserved(), 70, "refused optional holds leave nothing behind");
+        assert_eq!(
+            d.reserved(),
+            70,
+            "refused optional holds leave nothing behind"
+        );
     }
 
     #[test]

@@ -37,8 +37,8 @@ use crate::jobs::{now_ms, JobError, JobRecord, JobState, JobStore, Progress, Tim
 use crate::metrics::Metrics;
 use crate::pce::{Pce, PceStore};
 use crate::srs::Srs;
-use sets::{Loaded, Sets};
 use crate::systemd::Notifier;
+use sets::{Loaded, Sets};
 
 /// What may change while the service runs (SIGHUP).
 #[derive(Clone, Debug)]
@@ -113,9 +113,11 @@ struct Inner {
     /// Where PCE files are kept (None: PCEs turned off).
     pce_store: Option<Arc<PceStore>>,
     /// Circuits whose PCE is being extracted in the background.
-    extracting: Arc<Mutex<HashSet<CircuitId>>>,
+    extracting: Mutex<HashSet<CircuitId>>,
     /// Set when draining: background extractions waiting for budget give up.
-    stopping: Arc<AtomicBool>,
+    stopping: AtomicBool,
+    /// This engine, for the threads it starts on its own (PCE extractions).
+    me: std::sync::Weak<Inner>,
     /// Priorities of the loads waiting for budget: meanwhile only more urgent jobs start, so the
     /// sets in use drain.
     loads_waiting: Mutex<Vec<u8>>,
@@ -229,7 +231,8 @@ impl Engine {
             workers,
             pce,
         } = proving;
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
             ledger: Ledger::new(metrics.clone()),
             pipeline,
             provers,
@@ -245,8 +248,8 @@ impl Engine {
             pces: Sets::new(),
             loading: Mutex::new(HashMap::new()),
             pce_store: pce,
-            extracting: Arc::new(Mutex::new(HashSet::new())),
-            stopping: Arc::new(AtomicBool::new(false)),
+            extracting: Mutex::new(HashSet::new()),
+            stopping: AtomicBool::new(false),
             loads_waiting: Mutex::new(Vec::new()),
             watchdog: watchdog.filter(|_| notifier.is_some()),
             notifier,
@@ -384,7 +387,13 @@ impl Engine {
                 *queued.entry(r.kind).or_default() += 1;
             }
         }
-        let parameters_loaded = self.inner.srs.loaded().into_iter().map(|(p, _)| p).collect();
+        let parameters_loaded = self
+            .inner
+            .srs
+            .loaded()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
         let pces_loaded = self
             .inner
             .pces
@@ -750,8 +759,7 @@ impl Inner {
             self.stage(job, "synthesis")?;
             let entry = self.ledger.enter(Stage::Synthesizing, 0);
             let start = Instant::now();
-            let (synth, path) =
-                proof_job.synthesize_with(k, pce.as_ref().map(|set| &set.value))?;
+            let (synth, path) = proof_job.synthesize_with(k, pce.as_ref().map(|set| &set.value))?;
             let secs = start.elapsed().as_secs_f64();
             synthesis_s += secs;
             self.metrics
@@ -969,49 +977,59 @@ impl Inner {
         }
     }
 
-    /// Records `circuit`'s PCE on a thread of its own, once at a time per circuit, behind all
-    /// jobs' work in the budget; the next job of that circuit loads it.
+    /// Records `circuit`'s PCE on a thread of its own, once at a time per circuit; the next job
+    /// of that circuit loads it.
     fn extract_in_background(&self, circuit: &CircuitId, bytes: u64) {
-        let Some(store) = self.pce_store.clone() else {
+        let (Some(store), Some(me)) = (self.pce_store.clone(), self.me.upgrade()) else {
             return;
         };
         if !lock(&self.extracting).insert(circuit.clone()) {
             return;
         }
         let id = circuit.clone();
-        let circuit = circuit.clone();
-        let pipeline = self.pipeline.clone();
-        let metrics = self.metrics.clone();
-        let extracting = self.extracting.clone();
-        let stopping = self.stopping.clone();
-        let name = format!("cuzk-pce-{circuit}");
-        let run = move || {
-            let outcome = pipeline
-                .hold(BACKGROUND, bytes, &stopping)
-                .map_err(|e| anyhow::anyhow!("{e}"))
-                .and_then(|_held| store.obtain(&circuit, false));
-            match outcome {
-                Ok((pce, _)) => {
-                    metrics
-                        .pce_extractions
-                        .with_label_values(&[circuit.as_str(), "ok"])
-                        .inc();
-                    tracing::info!(%circuit, estimated_bytes = bytes, bytes = pce.bytes(), "PCE ready for the next job");
-                }
-                Err(e) => {
-                    metrics
-                        .pce_extractions
-                        .with_label_values(&[circuit.as_str(), "failed"])
-                        .inc();
-                    tracing::warn!(%circuit, error = %format!("{e:#}"), "PCE extraction failed; jobs stay on the full path");
-                }
-            }
-            lock(&extracting).remove(&circuit);
-        };
-        if let Err(e) = std::thread::Builder::new().name(name).spawn(run) {
+        let spawned = std::thread::Builder::new()
+            .name(format!("cuzk-pce-{circuit}"))
+            .spawn(move || {
+                me.extract(&store, &id, bytes);
+                lock(&me.extracting).remove(&id);
+            });
+        if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start a PCE extraction thread");
-            lock(&self.extracting).remove(&id);
+            lock(&self.extracting).remove(circuit);
         }
+    }
+
+    /// Holds `bytes` behind all jobs' work (waiting as a load does: idle resident sets are let
+    /// go, so that it cannot wait forever behind a cache), records the PCE and writes it.
+    fn extract(&self, store: &PceStore, circuit: &CircuitId, bytes: u64) {
+        lock(&self.loads_waiting).push(BACKGROUND);
+        self.srs.drop_resident();
+        self.pces.drop_resident();
+        let held = self.pipeline.hold(BACKGROUND, bytes, &self.stopping);
+        {
+            let mut waiting = lock(&self.loads_waiting);
+            if let Some(i) = waiting.iter().position(|p| *p == BACKGROUND) {
+                waiting.swap_remove(i);
+            }
+        }
+        self.wake.notify_all();
+        let outcome = held
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .and_then(|_held| store.obtain(circuit, false));
+        let result = match outcome {
+            Ok((pce, _)) => {
+                tracing::info!(%circuit, estimated_bytes = bytes, bytes = pce.bytes(), "PCE ready for the next job");
+                "ok"
+            }
+            Err(e) => {
+                tracing::warn!(%circuit, error = %format!("{e:#}"), "PCE extraction failed; jobs stay on the full path");
+                "failed"
+            }
+        };
+        self.metrics
+            .pce_extractions
+            .with_label_values(&[circuit.as_str(), result])
+            .inc();
     }
 
     /// Deletes finished jobs beyond the retention age and count.

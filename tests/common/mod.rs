@@ -88,7 +88,10 @@ pub fn assert_identical_to_bellperson(
     let (fast, synth_path) = job.synthesize_with(k, Some(&pce)).unwrap();
     drop(pce);
     assert_eq!(synth_path, cuzk::synth::SynthPath::Pce, "{kind}");
-    assert!(fast == synth, "{kind}: the PCE path made another synthesized proof");
+    assert!(
+        fast == synth,
+        "{kind}: the PCE path made another synthesized proof"
+    );
     let srs = cuzk::srs::Srs::read(&path).unwrap();
     let backend = cuzk::groth16::CpuBackend;
     let (ours, _) = cuzk::groth16::prove(&backend, &srs, synth, r, s).unwrap();
@@ -102,8 +105,16 @@ pub fn assert_identical_to_bellperson(
         p.write(&mut v).unwrap();
         v
     };
-    assert_eq!(bytes(&ours), bytes(&theirs), "{kind}: not byte-identical to bellperson");
-    assert_eq!(bytes(&through_pce), bytes(&ours), "{kind}: the PCE path proved other bytes");
+    assert_eq!(
+        bytes(&ours),
+        bytes(&theirs),
+        "{kind}: not byte-identical to bellperson"
+    );
+    assert_eq!(
+        bytes(&through_pce),
+        bytes(&ours),
+        "{kind}: the PCE path proved other bytes"
+    );
     ours
 }
 
