@@ -288,7 +288,7 @@ impl fmt::Display for CircuitId {
 fn size_tag(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "g"), (1 << 20, "m"), (1 << 10, "k")];
     for (unit, tag) in UNITS {
-        if bytes >= unit && bytes % unit == 0 {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
             return format!("{}{tag}", bytes / unit);
         }
     }

@@ -124,7 +124,7 @@ fn u64_bytes(values: &[u64]) -> &[u8] {
 /// The u32 array in a 4-aligned byte range of a mapped file.
 pub(super) fn u32s(bytes: &[u8]) -> &[u32] {
     assert!(
-        bytes.as_ptr().align_offset(4) == 0 && bytes.len() % 4 == 0,
+        bytes.as_ptr().align_offset(4) == 0 && bytes.len().is_multiple_of(4),
         "PCE sections are 64-byte aligned in a page-aligned map"
     );
     // SAFETY: aligned and sized for u32 (asserted), every bit pattern is a valid u32, and the

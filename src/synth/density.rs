@@ -19,7 +19,7 @@ impl Density {
     /// A density with `len` bits, all set: used for queries that cover every variable.
     pub fn full(len: usize) -> Self {
         let mut words = vec![u64::MAX; len.div_ceil(64)];
-        if len % 64 != 0 {
+        if !len.is_multiple_of(64) {
             if let Some(last) = words.last_mut() {
                 *last = (1u64 << (len % 64)) - 1;
             }
@@ -33,7 +33,7 @@ impl Density {
 
     /// Appends one unset bit (a newly allocated variable).
     pub fn push(&mut self) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;
@@ -105,7 +105,7 @@ impl Density {
         if words.len() != len.div_ceil(64) {
             return None;
         }
-        if len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0) {
+        if !len.is_multiple_of(64) && words.last().is_some_and(|w| w >> (len % 64) != 0) {
             return None;
         }
         let ones = words.iter().map(|w| w.count_ones() as usize).sum();
