@@ -529,7 +529,7 @@ mod simulation {
 
     #[test]
     fn an_optional_hold_is_taken_only_when_nothing_waits_and_it_leaves_room() {
-        let mut d: Dispatcher<&str> = Dispatcher::new(100, 2);
+        let mut d: Dispatcher<&str> = Dispatcher::new(120, 2);
         let work = |priority, bytes, item| Work {
             priority,
             bytes,
@@ -540,22 +540,22 @@ mod simulation {
         assert_eq!(d.admit(), Ok(work(2, 40, "set")));
         assert!(d.try_hold(30));
         assert_eq!((d.reserved(), d.held()), (70, 70));
-        // Another needs 20 + 40 > 30 left.
+        // Another of 20 needs 20 + 40 > 50 left.
         assert!(!d.try_hold(20));
         d.release_hold(30);
         // A partition waiting for budget comes first.
-        d.enqueue(work(2, 70, "a-1")).unwrap();
+        d.enqueue(work(2, 90, "a-1")).unwrap();
         assert_eq!(d.admit(), Err(Blocked::Budget));
         assert!(!d.try_hold(5));
         d.release_hold(40);
-        assert_eq!(d.admit(), Ok(work(2, 70, "a-1")));
+        assert_eq!(d.admit(), Ok(work(2, 90, "a-1")));
         // So does a queued hold.
         d.enqueue_hold(work(3, 50, "extraction")).unwrap();
         assert_eq!(d.admit(), Err(Blocked::Budget));
         assert!(!d.try_hold(10));
         assert_eq!(
             d.reserved(),
-            70,
+            90,
             "refused optional holds leave nothing behind"
         );
     }
