@@ -352,22 +352,7 @@ impl ConstraintSystem<Scalar> for WitnessSystem {
     {
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-
-    fn is_extensible() -> bool {
-        true
-    }
+    crate::synth::flat_extensible_root!();
 
     /// As `synth::ProvingSystem::extend`: the sub-system's ONE is ours.
     fn extend(&mut self, other: &Self) {

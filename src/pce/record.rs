@@ -220,22 +220,7 @@ impl ConstraintSystem<Scalar> for RecordingSystem {
         self.overflow |= !fits;
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-
-    fn is_extensible() -> bool {
-        true
-    }
+    crate::synth::flat_extensible_root!();
 
     /// Appends a sub-system recorded on its own, as `synth::ProvingSystem::extend` appends its
     /// values: the sub-system's ONE is ours, its other inputs and its aux follow ours.
@@ -267,16 +252,18 @@ impl ConstraintSystem<Scalar> for RecordingSystem {
             rows.coeffs
                 .extend(theirs.coeffs.iter().map(|&i| remap[i as usize]));
         }
-        self.a_aux_density.extend_from(&other.a_aux_density, 0);
-        if self.b_input_density.is_empty() {
-            self.b_input_density.extend_from(&other.b_input_density, 0);
-        } else {
-            if other.b_input_density.get(0) {
-                self.b_input_density.set(0);
-            }
-            self.b_input_density.extend_from(&other.b_input_density, 1);
-        }
-        self.b_aux_density.extend_from(&other.b_aux_density, 0);
+        crate::synth::extend_densities(
+            [
+                &mut self.a_aux_density,
+                &mut self.b_input_density,
+                &mut self.b_aux_density,
+            ],
+            [
+                &other.a_aux_density,
+                &other.b_input_density,
+                &other.b_aux_density,
+            ],
+        );
         // The root has its ONE before anything is extended into it.
         self.inputs += other.inputs.saturating_sub(1);
         self.aux += other.aux;

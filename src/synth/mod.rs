@@ -61,6 +61,46 @@ impl SynthesizedProof {
     }
 }
 
+/// The parts of `ConstraintSystem` every system of ours shares: it is its own root, keeps no
+/// namespaces and is extensible (circuits then synthesize parts in sub-systems, in parallel).
+macro_rules! flat_extensible_root {
+    () => {
+        fn push_namespace<NR, N>(&mut self, _: N)
+        where
+            NR: Into<String>,
+            N: FnOnce() -> NR,
+        {
+        }
+
+        fn pop_namespace(&mut self) {}
+
+        fn get_root(&mut self) -> &mut Self::Root {
+            self
+        }
+
+        fn is_extensible() -> bool {
+            true
+        }
+    };
+}
+pub(crate) use flat_extensible_root;
+
+/// Appends a sub-system's densities (A over aux, B over inputs, B over aux) to ours, as
+/// bellperson coalesces sub-systems: the sub-system's ONE is ours.
+pub(crate) fn extend_densities(ours: [&mut Density; 3], theirs: [&Density; 3]) {
+    let [a_aux, b_input, b_aux] = ours;
+    a_aux.extend_from(theirs[0], 0);
+    if b_input.is_empty() {
+        b_input.extend_from(theirs[1], 0);
+    } else {
+        if theirs[1].get(0) {
+            b_input.set(0);
+        }
+        b_input.extend_from(theirs[1], 1);
+    }
+    b_aux.extend_from(theirs[2], 0);
+}
+
 /// Which synthesis path made a [`SynthesizedProof`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SynthPath {
@@ -209,38 +249,20 @@ impl ConstraintSystem<Scalar> for ProvingSystem {
         p.c.push(c_val);
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-
-    fn is_extensible() -> bool {
-        true
-    }
+    crate::synth::flat_extensible_root!();
 
     /// Appends a sub-system synthesized on its own (its first input is its own ONE and is skipped).
     fn extend(&mut self, other: &Self) {
         let p = &mut self.proof;
         let o = &other.proof;
-        p.a_aux_density.extend_from(&o.a_aux_density, 0);
-        // The sub-system's ONE is coalesced into ours, as bellperson does.
-        if p.b_input_density.is_empty() {
-            p.b_input_density.extend_from(&o.b_input_density, 0);
-        } else {
-            if o.b_input_density.get(0) {
-                p.b_input_density.set(0);
-            }
-            p.b_input_density.extend_from(&o.b_input_density, 1);
-        }
-        p.b_aux_density.extend_from(&o.b_aux_density, 0);
+        extend_densities(
+            [
+                &mut p.a_aux_density,
+                &mut p.b_input_density,
+                &mut p.b_aux_density,
+            ],
+            [&o.a_aux_density, &o.b_input_density, &o.b_aux_density],
+        );
         p.a.extend_from_slice(&o.a);
         p.b.extend_from_slice(&o.b);
         p.c.extend_from_slice(&o.c);
