@@ -120,9 +120,10 @@ pub trait PartitionCircuits: Send + Sync {
 }
 
 /// Synthesizes one partition circuit (made by `circuit`) and checks it: public inputs equal to
-/// `expected` (ONE not included), every constraint satisfied. Through `pce` when given; a PCE
-/// that does not fit the circuit is reported and the full path taken. `what` says what
-/// mismatched inputs mean for this kind.
+/// `expected` (ONE not included), every constraint satisfied. Through `pce` when given; if its
+/// result is refused (a shape that does not fit, unsatisfied rows, a panic) the full path runs:
+/// its error is the input's, its success says the PCE is wrong (`SynthPath::FullAfterPce`).
+/// `what` says what mismatched inputs mean for this kind.
 pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
     circuit: impl Fn() -> Result<C, CircuitError>,
     k: usize,
@@ -131,35 +132,38 @@ pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
     pce: Option<&Pce>,
 ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
     let synthesis = |e| CircuitError::Synthesis(format!("partition {k}: {e}"));
-    let full = || -> Result<SynthesizedProof, CircuitError> {
-        let c = circuit()?;
-        guarded(k, || synthesize(c))?.map_err(synthesis)
-    };
-    let (synth, path) = match pce {
-        None => (full()?, SynthPath::Full),
-        Some(pce) => {
-            let c = circuit()?;
-            match guarded(k, || pce.synthesize(c))? {
-                Ok(synth) => (synth, SynthPath::Pce),
-                Err(PceError::Synthesis(e)) => return Err(synthesis(e)),
-                Err(e) => {
-                    tracing::warn!(partition = k, error = %e, "the PCE does not fit the circuit; synthesizing on the full path");
-                    (full()?, SynthPath::Full)
-                }
-            }
+    let checked = |synth: SynthesizedProof| -> Result<SynthesizedProof, CircuitError> {
+        if synth.inputs.get(1..) != Some(expected) {
+            return Err(CircuitError::PublicInputMismatch { partition: k, what });
+        }
+        match synth.unsatisfied_rows() {
+            0 => Ok(synth),
+            rows => Err(CircuitError::Unsatisfied { partition: k, rows }),
         }
     };
-    if synth.inputs.get(1..) != Some(expected) {
-        return Err(CircuitError::PublicInputMismatch { partition: k, what });
-    }
-    let bad = synth.unsatisfied_rows();
-    if bad != 0 {
-        return Err(CircuitError::Unsatisfied {
-            partition: k,
-            rows: bad,
-        });
-    }
-    Ok((synth, path))
+    let full = || -> Result<SynthesizedProof, CircuitError> {
+        let c = circuit()?;
+        checked(guarded(k, || synthesize(c))?.map_err(synthesis)?)
+    };
+    let Some(pce) = pce else {
+        return Ok((full()?, SynthPath::Full));
+    };
+    let c = circuit()?;
+    let refused = match guarded(k, || pce.synthesize(c)) {
+        Ok(Ok(synth)) => match checked(synth) {
+            Ok(synth) => return Ok((synth, SynthPath::Pce)),
+            Err(e) => e.to_string(),
+        },
+        // The circuit itself failed while computing its witness: the full path would too.
+        Ok(Err(PceError::Synthesis(e))) => return Err(synthesis(e)),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => e.to_string(),
+    };
+    // Bad input fails the full path as well (and is reported as such); a PCE that is wrong
+    // for this circuit does not.
+    let synth = full()?;
+    tracing::warn!(partition = k, refused = %refused, "the PCE's result was refused and the full path succeeded: the PCE is wrong for this circuit");
+    Ok((synth, SynthPath::FullAfterPce))
 }
 
 /// Runs a synthesis. A malformed vanilla proof (wrong path lengths, say) can trip an index in
@@ -330,6 +334,26 @@ pub fn parse_sector_size(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wrong_pce_is_refused_and_the_full_path_takes_over_but_bad_input_still_fails() {
+        use crate::circuits::synthetic::SyntheticCircuit;
+        let circuit = || Ok(SyntheticCircuit::new(2, 500, 3));
+        let expected = SyntheticCircuit::new(2, 500, 3).inputs;
+        let good = crate::pce::record(SyntheticCircuit::new(2, 500, 9)).unwrap();
+        let (fast, path) = synthesize_checked(circuit, 0, &expected, "x", Some(&good)).unwrap();
+        assert_eq!(path, SynthPath::Pce);
+        let wrong = good.tampered();
+        let (full, path) = synthesize_checked(circuit, 0, &expected, "x", Some(&wrong)).unwrap();
+        assert_eq!(path, SynthPath::FullAfterPce);
+        assert_eq!(full, fast);
+        let other = vec![Fr::from(5u64); 2];
+        let err = synthesize_checked(circuit, 0, &other, "x", Some(&wrong)).unwrap_err();
+        assert!(
+            matches!(err, CircuitError::PublicInputMismatch { .. }),
+            "{err}"
+        );
+    }
 
     #[test]
     fn prover_id_is_leb128_zero_padded() {

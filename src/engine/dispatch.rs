@@ -98,15 +98,18 @@ impl<T> Dispatcher<T> {
         self.push(true, work)
     }
 
-    /// Admits a hold at once if nothing waits (no hold, no partition) and it fits with room for
-    /// one more set of the largest size held; else false, and nothing is queued. For sets a job
-    /// can do without (a PCE): they never delay work that waits.
+    /// Admits a hold at once if it fits with room for one more set of the largest size held and
+    /// leaves room for the partition at the head of the queue (which may be waiting for depth),
+    /// with no hold queued; else false, and nothing is queued. For sets that can be done without
+    /// (PCEs, their extraction): they never delay work that waits.
     pub fn try_hold(&mut self, bytes: u64) -> bool {
-        if !self.holds.is_empty() || !self.queue.is_empty() {
+        if !self.holds.is_empty() {
             return false;
         }
         let largest = self.held.iter().max().copied().unwrap_or(0);
-        if self.reserved + bytes + if largest == 0 { 0 } else { bytes.max(largest) } > self.budget {
+        let room = if largest == 0 { 0 } else { bytes.max(largest) };
+        let head = self.queue.peek().map_or(0, |q| q.work.bytes);
+        if self.reserved + bytes + room.max(head) > self.budget {
             return false;
         }
         self.reserved += bytes;
@@ -528,8 +531,8 @@ mod simulation {
     }
 
     #[test]
-    fn an_optional_hold_is_taken_only_when_nothing_waits_and_it_leaves_room() {
-        let mut d: Dispatcher<&str> = Dispatcher::new(120, 2);
+    fn an_optional_hold_is_taken_only_when_it_delays_nothing_that_waits() {
+        let mut d: Dispatcher<&str> = Dispatcher::new(120, 1);
         let work = |priority, bytes, item| Work {
             priority,
             bytes,
@@ -543,19 +546,24 @@ mod simulation {
         // Another of 20 needs 20 + 40 > 50 left.
         assert!(!d.try_hold(20));
         d.release_hold(30);
-        // A partition waiting for budget comes first.
-        d.enqueue(work(2, 90, "a-1")).unwrap();
-        assert_eq!(d.admit(), Err(Blocked::Budget));
-        assert!(!d.try_hold(5));
-        d.release_hold(40);
-        assert_eq!(d.admit(), Ok(work(2, 90, "a-1")));
-        // So does a queued hold.
+        // A partition waiting for depth keeps its room: 50 + 30 + 60 > 120, 50 + 10 + 60 <= 120.
+        d.enqueue(work(2, 10, "a-1")).unwrap();
+        d.enqueue(work(2, 60, "a-2")).unwrap();
+        assert_eq!(d.admit(), Ok(work(2, 10, "a-1")));
+        assert_eq!(d.admit(), Err(Blocked::Depth));
+        assert!(!d.try_hold(30));
+        assert!(d.try_hold(10));
+        d.release_hold(10);
+        // A queued hold comes first.
+        d.on_gpu();
+        d.release(10);
+        assert_eq!(d.admit(), Ok(work(2, 60, "a-2")));
         d.enqueue_hold(work(3, 50, "extraction")).unwrap();
         assert_eq!(d.admit(), Err(Blocked::Budget));
-        assert!(!d.try_hold(10));
+        assert!(!d.try_hold(1));
         assert_eq!(
             d.reserved(),
-            90,
+            100,
             "refused optional holds leave nothing behind"
         );
     }

@@ -37,6 +37,7 @@ use crate::jobs::{now_ms, JobError, JobRecord, JobState, JobStore, Progress, Tim
 use crate::metrics::Metrics;
 use crate::pce::{Pce, PceStore};
 use crate::srs::Srs;
+use crate::synth::SynthPath;
 use crate::systemd::Notifier;
 use sets::{Loaded, Sets};
 
@@ -114,6 +115,8 @@ struct Inner {
     pce_store: Option<Arc<PceStore>>,
     /// Circuits whose PCE is being extracted in the background.
     extracting: Mutex<HashSet<CircuitId>>,
+    /// When a circuit's last extraction failed: none is tried again for EXTRACTION_RETRY.
+    extraction_failed: Mutex<HashMap<CircuitId, Instant>>,
     /// Set when draining: background extractions waiting for budget give up.
     stopping: AtomicBool,
     /// This engine, for the threads it starts on its own (PCE extractions).
@@ -125,13 +128,17 @@ struct Inner {
     watchdog: Option<Duration>,
 }
 
-/// Background work (PCE extraction) waits behind every job's work.
-const BACKGROUND: u8 = u8::MAX;
+/// How often a waiting PCE extraction looks for room in the budget.
+const EXTRACTION_POLL: Duration = Duration::from_millis(500);
+/// How long after a failed extraction the circuit's next one may start.
+const EXTRACTION_RETRY: Duration = Duration::from_secs(600);
 
-/// Bytes held while a PCE is recorded: its arrays take about 57 bytes per constraint for 2 KiB
-/// PoRep (8 per non-zero entry, 12 per row); 64 per row of the domain covers them.
+/// Bytes held while a PCE is recorded: its arrays take about 57 bytes per constraint (2 KiB
+/// PoRep and SnapDeals: 8 per non-zero entry, 12 per row), growing vectors up to twice that;
+/// 96 per row of the domain (at least one row per constraint) covers them (2 KiB PoRep:
+/// 403 MB held, 161 MB peak RSS of `cuzk pce extract`).
 fn extraction_bytes(srs: &Srs) -> u64 {
-    (srs.h.len() as u64 + 1) * 64
+    (srs.h.len() as u64 + 1) * 96
 }
 
 #[derive(Clone)]
@@ -249,6 +256,7 @@ impl Engine {
             loading: Mutex::new(HashMap::new()),
             pce_store: pce,
             extracting: Mutex::new(HashSet::new()),
+            extraction_failed: Mutex::new(HashMap::new()),
             stopping: AtomicBool::new(false),
             loads_waiting: Mutex::new(Vec::new()),
             watchdog: watchdog.filter(|_| notifier.is_some()),
@@ -747,7 +755,7 @@ impl Inner {
                 ),
             }));
         }
-        let pce = self.pce_for(proof_job.as_ref(), extraction_bytes(srs));
+        let mut pce = self.pce_for(proof_job.as_ref(), extraction_bytes(srs));
         let mut proofs = Vec::with_capacity(partitions);
         let (mut synthesis_s, mut prove_s) = (0.0, 0.0);
         for k in 0..partitions {
@@ -760,6 +768,10 @@ impl Inner {
             let entry = self.ledger.enter(Stage::Synthesizing, 0);
             let start = Instant::now();
             let (synth, path) = proof_job.synthesize_with(k, pce.as_ref().map(|set| &set.value))?;
+            if path == SynthPath::FullAfterPce {
+                pce = None;
+                self.discard_pce(&proof_job.circuit_id());
+            }
             let secs = start.elapsed().as_secs_f64();
             synthesis_s += secs;
             self.metrics
@@ -977,20 +989,42 @@ impl Inner {
         }
     }
 
-    /// Records `circuit`'s PCE on a thread of its own, once at a time per circuit; the next job
-    /// of that circuit loads it.
+    /// Forgets a PCE that proved wrong for its circuit and removes its file; jobs take the full
+    /// path until an extraction makes it again.
+    fn discard_pce(&self, circuit: &CircuitId) {
+        let Some(store) = &self.pce_store else {
+            return;
+        };
+        self.pces.forget(&store.path(circuit));
+        if let Err(e) = store.discard(circuit) {
+            tracing::warn!(%circuit, error = %format!("{e:#}"), "cannot remove a wrong PCE file");
+        }
+    }
+
+    /// Records `circuit`'s PCE on a thread of its own, once at a time per circuit (and not
+    /// again within EXTRACTION_RETRY of a failure); the next job of that circuit loads it.
     fn extract_in_background(&self, circuit: &CircuitId, bytes: u64) {
         let (Some(store), Some(me)) = (self.pce_store.clone(), self.me.upgrade()) else {
             return;
         };
-        if !lock(&self.extracting).insert(circuit.clone()) {
+        let recently_failed = lock(&self.extraction_failed)
+            .get(circuit)
+            .is_some_and(|at| at.elapsed() < EXTRACTION_RETRY);
+        if recently_failed || !lock(&self.extracting).insert(circuit.clone()) {
             return;
         }
         let id = circuit.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("cuzk-pce-{circuit}"))
             .spawn(move || {
-                me.extract(&store, &id, bytes);
+                let ok = catch_unwind(AssertUnwindSafe(|| me.extract(&store, &id, bytes)))
+                    .unwrap_or_else(|_| {
+                        tracing::error!(circuit = %id, "the PCE extraction panicked");
+                        false
+                    });
+                if !ok {
+                    lock(&me.extraction_failed).insert(id.clone(), Instant::now());
+                }
                 lock(&me.extracting).remove(&id);
             });
         if let Err(e) = spawned {
@@ -999,37 +1033,49 @@ impl Inner {
         }
     }
 
-    /// Holds `bytes` behind all jobs' work (waiting as a load does: idle resident sets are let
-    /// go, so that it cannot wait forever behind a cache), records the PCE and writes it.
-    fn extract(&self, store: &PceStore, circuit: &CircuitId, bytes: u64) {
-        lock(&self.loads_waiting).push(BACKGROUND);
-        self.srs.drop_resident();
-        self.pces.drop_resident();
-        let held = self.pipeline.hold(BACKGROUND, bytes, &self.stopping);
-        {
-            let mut waiting = lock(&self.loads_waiting);
-            if let Some(i) = waiting.iter().position(|p| *p == BACKGROUND) {
-                waiting.swap_remove(i);
-            }
+    /// Waits for room for `bytes` without queueing (polling `try_hold`: a waiting extraction
+    /// delays no job and keeps no set from staying resident; when the engine is idle, resident
+    /// sets are let go so that it cannot wait forever behind them), then records the PCE and
+    /// writes it. Returns whether it succeeded.
+    fn extract(&self, store: &PceStore, circuit: &CircuitId, bytes: u64) -> bool {
+        let budget = self.pipeline.snapshot().budget_bytes;
+        if bytes > budget {
+            tracing::warn!(%circuit, bytes, budget, "a PCE extraction needs more than the memory budget; jobs stay on the full path");
+            return false;
         }
-        self.wake.notify_all();
-        let outcome = held
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .and_then(|_held| store.obtain(circuit, false));
-        let result = match outcome {
+        let _held = loop {
+            if self.stopping.load(Ordering::SeqCst) {
+                tracing::info!(%circuit, "PCE extraction given up: shutting down");
+                return true;
+            }
+            if let Some(held) = self.pipeline.try_hold(bytes) {
+                break held;
+            }
+            let idle = {
+                let st = lock(&self.state);
+                st.running == 0 && st.queued == 0
+            };
+            if idle {
+                self.srs.drop_resident();
+                self.pces.drop_resident();
+            }
+            std::thread::sleep(EXTRACTION_POLL);
+        };
+        let (ok, result) = match store.obtain(circuit, false) {
             Ok((pce, _)) => {
-                tracing::info!(%circuit, estimated_bytes = bytes, bytes = pce.bytes(), "PCE ready for the next job");
-                "ok"
+                tracing::info!(%circuit, held_bytes = bytes, bytes = pce.bytes(), "PCE ready for the next job");
+                (true, "ok")
             }
             Err(e) => {
                 tracing::warn!(%circuit, error = %format!("{e:#}"), "PCE extraction failed; jobs stay on the full path");
-                "failed"
+                (false, "failed")
             }
         };
         self.metrics
             .pce_extractions
             .with_label_values(&[circuit.as_str(), result])
             .inc();
+        ok
     }
 
     /// Deletes finished jobs beyond the retention age and count.

@@ -72,6 +72,20 @@ impl<T> Sets<T> {
         self.lock().resident = None;
     }
 
+    /// Forgets the set at `key` (jobs using it keep it until they end): the next job loads anew.
+    pub fn forget(&self, key: &Path) {
+        let mut inner = self.lock();
+        if let Some(gone) = inner.live.remove(key) {
+            if inner
+                .resident
+                .as_ref()
+                .is_some_and(|r| std::ptr::eq(Arc::as_ptr(r), gone.as_ptr()))
+            {
+                inner.resident = None;
+            }
+        }
+    }
+
     /// Empties the resident slot if `set` is in it.
     pub fn evict(&self, set: &Arc<Loaded<T>>) {
         let mut inner = self.lock();

@@ -100,12 +100,12 @@ pub enum PceError {
         "a matrix has 2^32 entries or more, or the circuit 2^31 variables: too large for a PCE"
     )]
     TooLarge,
-    #[error("the circuit allocated {inputs} inputs and {aux} aux variables, the PCE records {expected_inputs} and {expected_aux} (a stale PCE)")]
+    #[error("the circuit has {inputs} inputs, {aux} aux variables and {constraints} constraints, the PCE records {} (a stale PCE)", format!("{expected:?}"))]
     Shape {
         inputs: usize,
         aux: usize,
-        expected_inputs: usize,
-        expected_aux: usize,
+        constraints: usize,
+        expected: Shape,
     },
 }
 
@@ -149,7 +149,9 @@ impl Pce {
         ]
     }
 
-    /// Bytes this PCE keeps in memory (mapped file pages included): what the budget holds.
+    /// Bytes this PCE keeps in memory once used (mapped file pages included). The engine holds
+    /// the file's length from the budget before loading, a little less than this (the
+    /// coefficient table and densities are also copied, kilobytes to a few megabytes).
     pub fn bytes(&self) -> u64 {
         let arrays = match &self.arrays {
             Arrays::Owned(_) => self
@@ -190,6 +192,18 @@ impl Pce {
         let mut cs = WitnessSystem::with_capacity(self.shape);
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut cs)?;
+        // The recorded rows are the circuit's plus one per input.
+        let constraints = cs.enforced + cs.inputs.len();
+        if (cs.inputs.len(), cs.aux.len(), constraints)
+            != (self.shape.inputs, self.shape.aux, self.shape.constraints)
+        {
+            return Err(PceError::Shape {
+                inputs: cs.inputs.len(),
+                aux: cs.aux.len(),
+                constraints,
+                expected: self.shape,
+            });
+        }
         Ok((cs.inputs, cs.aux))
     }
 
@@ -203,8 +217,8 @@ impl Pce {
             return Err(PceError::Shape {
                 inputs: inputs.len(),
                 aux: aux.len(),
-                expected_inputs: self.shape.inputs,
-                expected_aux: self.shape.aux,
+                constraints: self.shape.constraints,
+                expected: self.shape,
             });
         }
         let [a, b, c] = spmv(
@@ -226,11 +240,22 @@ impl Pce {
     }
 }
 
+#[cfg(test)]
+impl Pce {
+    /// This PCE with every C coefficient made minus ONE: the same shape, the wrong circuit.
+    pub(crate) fn tampered(mut self) -> Pce {
+        if let Arrays::Owned(ms) = &mut self.arrays {
+            ms[2].coeffs.iter_mut().for_each(|k| *k = 1);
+        }
+        self
+    }
+}
+
 /// Rows per parallel task of the SpMV.
 const ROWS_PER_TASK: usize = 1 << 12;
 
-/// A, B and C times z in one pass, row by row in parallel (a row's three entries touch the same
-/// witness values). Most terms need no multiplication: coefficients ONE and minus ONE, and
+/// A, B and C times z in one parallel pass: each task takes a block of rows and evaluates it
+/// in A, then B, then C (the three matrices' rows of a block touch the same witness values). Most terms need no multiplication: coefficients ONE and minus ONE, and
 /// witness values 0 and 1 (bits are most of a Filecoin witness).
 fn spmv(
     matrices: [MatrixRef<'_>; 3],
@@ -286,7 +311,8 @@ fn row(
         match k {
             0 => acc += value,
             1 => acc -= value,
-            // Plain comparisons: nothing here is secret.
+            // Branches on witness values, as bellperson's prover does (zeros and ones skipped in
+            // its MSMs): proving is not constant-time.
             _ if *value == Scalar::ZERO => {}
             k if *value == Scalar::ONE => acc += &coefficients[k as usize],
             k => acc += *value * coefficients[k as usize],
@@ -300,6 +326,8 @@ fn row(
 struct WitnessSystem {
     inputs: Vec<Scalar>,
     aux: Vec<Scalar>,
+    /// `enforce` calls, counted: the cheap check that the PCE has the circuit's rows.
+    enforced: usize,
 }
 
 impl WitnessSystem {
@@ -308,6 +336,7 @@ impl WitnessSystem {
         WitnessSystem {
             inputs: Vec::with_capacity(shape.inputs),
             aux: Vec::with_capacity(shape.aux),
+            enforced: 0,
         }
     }
 }
@@ -319,6 +348,7 @@ impl ConstraintSystem<Scalar> for WitnessSystem {
         WitnessSystem {
             inputs: Vec::new(),
             aux: Vec::new(),
+            enforced: 0,
         }
     }
 
@@ -350,21 +380,23 @@ impl ConstraintSystem<Scalar> for WitnessSystem {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
+        self.enforced += 1;
     }
 
     crate::synth::flat_extensible_root!();
 
     /// As `synth::ProvingSystem::extend`: the sub-system's ONE is ours.
     fn extend(&mut self, other: &Self) {
-        self.inputs
-            .extend_from_slice(other.inputs.get(1..).unwrap_or_default());
+        self.inputs.extend_from_slice(&other.inputs[1..]);
         self.aux.extend_from_slice(&other.aux);
+        self.enforced += other.enforced;
     }
 }
 
 /// What invalidates a PCE file when it changes: our file format, the parameter set's cache
 /// identifier (the circuit's public parameters: sector size, challenges, layers, ...) and the
-/// versions of the crates that define the circuits and their gadgets.
+/// versions of the crates that define the circuits and their gadgets. A change in what the
+/// recorder writes must bump `file::FORMAT_VERSION`.
 pub fn circuit_hash(parameter_id: &str) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(b"cuzk-pce-circuit\0");

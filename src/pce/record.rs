@@ -264,7 +264,9 @@ impl ConstraintSystem<Scalar> for RecordingSystem {
                 &other.b_aux_density,
             ],
         );
-        // The root has its ONE before anything is extended into it.
+        // Every system has its ONE first (the full path panics on one without); as there, the
+        // sub-system's is ours.
+        debug_assert!(self.inputs >= 1 && other.inputs >= 1);
         self.inputs += other.inputs.saturating_sub(1);
         self.aux += other.aux;
         self.overflow |= other.overflow;

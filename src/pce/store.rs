@@ -41,27 +41,38 @@ pub fn hash_of(circuit: &CircuitId) -> Result<[u8; 32]> {
     Ok(circuit_hash(&parameters))
 }
 
+/// `<circuit>.pce.lock` in `dir`: held (flock) by whoever writes that circuit's file.
+fn open_lock(dir: &Path, circuit: &str) -> Result<File> {
+    let path = dir.join(format!("{circuit}.pce.lock"));
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl PceStore {
-    /// The store in `dir` (created if missing); temporary files of processes that are gone are
-    /// removed.
+    /// The store in `dir` (created if missing). Temporary files left by writers that died are
+    /// removed: those of this circuit's files whose lock nobody holds (a live writer holds it
+    /// from before it creates its temporary file until after the rename).
     pub fn open(dir: &Path) -> Result<PceStore> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for entry in std::fs::read_dir(dir)?.flatten() {
             let name = entry.file_name();
-            let Some(pid) = name
+            let Some(circuit) = name
                 .to_str()
-                .filter(|n| n.starts_with('.'))
-                .and_then(|n| n.rsplit_once(".tmp-"))
-                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                .and_then(|n| n.strip_prefix('.'))
+                .and_then(|n| n.rsplit_once(".pce.tmp-"))
+                .map(|(circuit, _)| circuit.to_owned())
             else {
                 continue;
             };
-            let gone = !Path::new("/proc").join(pid.to_string()).exists();
-            if gone || pid == std::process::id() {
+            if open_lock(dir, &circuit).is_ok_and(|l| l.try_lock().is_ok()) {
                 tracing::info!(path = %entry.path().display(), "removing a dead writer's temporary PCE file");
                 let _ = std::fs::remove_file(entry.path());
             }
@@ -92,6 +103,17 @@ impl PceStore {
         }
     }
 
+    /// Removes `circuit`'s file (under its lock) after it proved wrong for the circuit; the
+    /// next extraction makes it again.
+    pub fn discard(&self, circuit: &CircuitId) -> Result<()> {
+        let lock_file = open_lock(&self.dir, circuit.as_str())?;
+        lock_file.lock()?;
+        match std::fs::remove_file(self.path(circuit)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
     /// The PCE of `circuit`: its file if good, else recorded from the blank circuit, written
     /// atomically and loaded back. `force` records and writes anew even over a good file.
     pub fn obtain(&self, circuit: &CircuitId, force: bool) -> Result<(Pce, Obtained)> {
@@ -107,21 +129,19 @@ impl PceStore {
                 return Ok((pce, Obtained::Loaded));
             }
         }
-        let lock_path = self.dir.join(format!("{circuit}.pce.lock"));
-        let lock_file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("opening {}", lock_path.display()))?;
+        let lock_file = open_lock(&self.dir, circuit.as_str())?;
         lock_file
             .lock()
-            .with_context(|| format!("locking {}", lock_path.display()))?;
+            .with_context(|| format!("locking the PCE lock of {circuit}"))?;
         // Another process may have made it while this one waited for the lock.
         if !force {
             match file::load(&path, circuit.as_str(), &hash) {
                 Ok(pce) => return Ok((pce, Obtained::Loaded)),
                 Err(FileError::Missing) => {}
+                // Not the file's fault (descriptors, memory, permissions): it stays.
+                Err(FileError::Io(e)) => {
+                    return Err(e).with_context(|| format!("reading {}", path.display()))
+                }
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "discarding a PCE file; it is made again");
                     std::fs::remove_file(&path)

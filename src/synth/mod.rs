@@ -108,12 +108,15 @@ pub enum SynthPath {
     Full,
     /// The witness only, then a/b/c from the circuit's PCE ([`crate::pce`]).
     Pce,
+    /// The PCE's result was refused (unsatisfied rows, a shape that does not fit, a panic) and
+    /// the full path, tried next, succeeded: the PCE is wrong for this circuit.
+    FullAfterPce,
 }
 
 impl SynthPath {
     pub fn as_str(self) -> &'static str {
         match self {
-            SynthPath::Full => "full",
+            SynthPath::Full | SynthPath::FullAfterPce => "full",
             SynthPath::Pce => "pce",
         }
     }
