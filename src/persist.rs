@@ -4,20 +4,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 /// Atomically replaces `path` with `bytes`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = parent(path);
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
+    let tmp = temp_path(path);
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
@@ -28,6 +21,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("writing {}", tmp.display()))?;
     drop(f);
     publish(&tmp, path)
+}
+
+/// `.NAME.tmp-PID` beside `path`: where its new content is written before `publish`.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parent(path).join(format!(".{name}.tmp-{}", std::process::id()))
 }
 
 /// Makes a finished file at `from` durable and moves it to `to` (same filesystem).

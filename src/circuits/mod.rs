@@ -71,8 +71,8 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
         Ok(self.synthesize_with(k, None)?.0)
     }
 
-    /// As `synthesize`, through `pce` when given (the full path if the PCE does not fit the
-    /// circuit); says which path made it.
+    /// As `synthesize`, through `pce` when given (the full path if the PCE's result is refused,
+    /// see `synthesize_checked`); says which path made it.
     fn synthesize_with(
         &self,
         k: usize,

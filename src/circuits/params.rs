@@ -41,13 +41,7 @@ pub fn generate(kind: ProofKind, sector_size: u64, dir: &Path) -> Result<Vec<Pat
     std::fs::create_dir_all(&staging)?;
     // SAFETY (of set_var): called before any other thread of this process reads the environment.
     std::env::set_var(PARAMETER_CACHE_ENV, &staging);
-    let names = match kind {
-        ProofKind::PorepC2 => porep(sector_size, Mode::Generate(&dir))?,
-        ProofKind::SnapDeals => snap(sector_size, Mode::Generate(&dir))?,
-        ProofKind::WindowPost | ProofKind::WinningPost => {
-            post(kind, sector_size, Mode::Generate(&dir))?
-        }
-    };
+    let names = by_kind(kind, sector_size, Mode::Generate(&dir))?;
     let mut out = Vec::new();
     for name in names {
         let (from, to) = (staging.join(&name), dir.join(&name));
@@ -63,11 +57,7 @@ pub fn generate(kind: ProofKind, sector_size: u64, dir: &Path) -> Result<Vec<Pat
 /// The filecoin-proofs cache identifier of the parameter set `generate` makes for `kind` at
 /// `sector_size` (the stem of its file names).
 pub fn cache_identifier(kind: ProofKind, sector_size: u64) -> Result<String> {
-    let ids = match kind {
-        ProofKind::PorepC2 => porep(sector_size, Mode::Identify)?,
-        ProofKind::SnapDeals => snap(sector_size, Mode::Identify)?,
-        ProofKind::WindowPost | ProofKind::WinningPost => post(kind, sector_size, Mode::Identify)?,
-    };
+    let ids = by_kind(kind, sector_size, Mode::Identify)?;
     Ok(ids.into_iter().next().expect("one identifier"))
 }
 
@@ -75,13 +65,17 @@ pub fn cache_identifier(kind: ProofKind, sector_size: u64) -> Result<String> {
 /// Groth16 parameters are made from): no parameters, no sector and no witness needed.
 pub fn record_blank(kind: ProofKind, sector_size: u64) -> Result<crate::pce::Pce> {
     let mut out = None;
-    let mode = Mode::Record(&mut out);
-    match kind {
-        ProofKind::PorepC2 => porep(sector_size, mode)?,
-        ProofKind::SnapDeals => snap(sector_size, mode)?,
-        ProofKind::WindowPost | ProofKind::WinningPost => post(kind, sector_size, mode)?,
-    };
+    by_kind(kind, sector_size, Mode::Record(&mut out))?;
     out.context("no circuit recorded")
+}
+
+/// `mode` done to the parameter set of `kind` at `sector_size`.
+fn by_kind(kind: ProofKind, sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
+    match kind {
+        ProofKind::PorepC2 => porep(sector_size, mode),
+        ProofKind::SnapDeals => snap(sector_size, mode),
+        ProofKind::WindowPost | ProofKind::WinningPost => post(kind, sector_size, mode),
+    }
 }
 
 /// Removes staging directories left by generator runs that died (their pid is gone).

@@ -106,15 +106,22 @@ impl<T> Dispatcher<T> {
         if !self.holds.is_empty() {
             return false;
         }
-        let largest = self.held.iter().max().copied().unwrap_or(0);
-        let room = if largest == 0 { 0 } else { bytes.max(largest) };
         let head = self.queue.peek().map_or(0, |q| q.work.bytes);
-        if self.reserved + bytes + room.max(head) > self.budget {
+        if self.reserved + bytes + self.room_beside(bytes).max(head) > self.budget {
             return false;
         }
         self.reserved += bytes;
         self.held.push(bytes);
         true
+    }
+
+    /// What a hold of `bytes` must leave free beside itself: room for one more set of the
+    /// largest size held (nothing when none is held).
+    fn room_beside(&self, bytes: u64) -> u64 {
+        self.held
+            .iter()
+            .max()
+            .map_or(0, |&largest| bytes.max(largest))
     }
 
     /// Behind the work of its priority, in the holds' queue or the partitions'.
@@ -140,11 +147,7 @@ impl<T> Dispatcher<T> {
     pub fn admit(&mut self) -> Result<Work<T>, Blocked> {
         if let Some(hold) = self.holds.peek() {
             let bytes = hold.work.bytes;
-            let room = match self.held.iter().max() {
-                None => bytes,
-                Some(&largest) => bytes + bytes.max(largest),
-            };
-            if self.reserved + room <= self.budget {
+            if self.reserved + bytes + self.room_beside(bytes) <= self.budget {
                 let work = self.holds.pop().expect("peeked").work;
                 self.reserved += work.bytes;
                 self.held.push(work.bytes);

@@ -1036,7 +1036,7 @@ impl Inner {
     /// Waits for room for `bytes` without queueing (polling `try_hold`: a waiting extraction
     /// delays no job and keeps no set from staying resident; when the engine is idle, resident
     /// sets are let go so that it cannot wait forever behind them), then records the PCE and
-    /// writes it. Returns whether it succeeded.
+    /// writes it. False when it failed (not when it gave up because the service stops).
     fn extract(&self, store: &PceStore, circuit: &CircuitId, bytes: u64) -> bool {
         let budget = self.pipeline.snapshot().budget_bytes;
         if bytes > budget {

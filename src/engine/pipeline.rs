@@ -146,8 +146,9 @@ impl Pipeline {
         })
     }
 
-    /// Holds `bytes` for a set the caller can do without, only if they fit now and nothing
-    /// waits for budget ([`Dispatcher::try_hold`]); never blocks.
+    /// Holds `bytes` for a set the caller can do without, only if they fit now beside the
+    /// sets held and the partition at the head of the queue, with no hold queued
+    /// ([`Dispatcher::try_hold`]); never blocks.
     pub fn try_hold(self: &Arc<Self>, bytes: u64) -> Option<Held> {
         let mut st = self.lock();
         st.dispatcher.try_hold(bytes).then(|| Held {

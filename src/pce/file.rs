@@ -193,10 +193,7 @@ struct BodyWriter<W: Write> {
 impl<W: Write> BodyWriter<W> {
     fn put(&mut self, at: usize, bytes: &[u8]) -> std::io::Result<()> {
         self.pad_to(at)?;
-        self.out.write_all(bytes)?;
-        self.hash.update(bytes);
-        self.at += bytes.len();
-        Ok(())
+        self.put_raw(bytes)
     }
 
     fn pad_to(&mut self, at: usize) -> std::io::Result<()> {
@@ -220,21 +217,12 @@ impl<W: Write> BodyWriter<W> {
 /// fsynced, renamed over `path` (which may exist), the directory fsynced. A crash leaves the old
 /// file or none, and at worst a temporary file the store removes.
 pub fn write(path: &Path, id: &str, hash: &[u8; 32], pce: &Pce) -> anyhow::Result<()> {
-    let tmp = temp_path(path);
+    let tmp = crate::persist::temp_path(path);
     let result = write_to(&tmp, id, hash, pce).and_then(|()| crate::persist::publish(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
-}
-
-/// `.NAME.tmp-PID` beside `path`: the store removes those of processes that are gone.
-pub(super) fn temp_path(path: &Path) -> std::path::PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
 fn write_to(tmp: &Path, id: &str, hash: &[u8; 32], pce: &Pce) -> anyhow::Result<()> {

@@ -175,7 +175,7 @@ impl Pce {
         let start = std::time::Instant::now();
         let (inputs, aux) = self.witness(circuit)?;
         let witness_s = start.elapsed().as_secs_f64();
-        let synth = self.evaluate(inputs, aux)?;
+        let synth = self.evaluate(inputs, aux);
         tracing::debug!(
             witness_s,
             spmv_s = start.elapsed().as_secs_f64() - witness_s,
@@ -207,27 +207,16 @@ impl Pce {
         Ok((cs.inputs, cs.aux))
     }
 
-    /// The synthesized proof of a witness: a/b/c = A·z, B·z, C·z with z = (inputs, aux).
-    pub fn evaluate(
-        &self,
-        inputs: Vec<Scalar>,
-        aux: Vec<Scalar>,
-    ) -> Result<SynthesizedProof, PceError> {
-        if inputs.len() != self.shape.inputs || aux.len() != self.shape.aux {
-            return Err(PceError::Shape {
-                inputs: inputs.len(),
-                aux: aux.len(),
-                constraints: self.shape.constraints,
-                expected: self.shape,
-            });
-        }
+    /// The synthesized proof of a witness of this PCE's shape (`witness` checks it):
+    /// a/b/c = A·z, B·z, C·z with z = (inputs, aux).
+    fn evaluate(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> SynthesizedProof {
         let [a, b, c] = spmv(
             [0, 1, 2].map(|m| self.matrix(m)),
             &self.coefficients,
             &inputs,
             &aux,
         );
-        Ok(SynthesizedProof {
+        SynthesizedProof {
             a,
             b,
             c,
@@ -236,7 +225,7 @@ impl Pce {
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-        })
+        }
     }
 }
 
@@ -255,8 +244,9 @@ impl Pce {
 const ROWS_PER_TASK: usize = 1 << 12;
 
 /// A, B and C times z in one parallel pass: each task takes a block of rows and evaluates it
-/// in A, then B, then C (the three matrices' rows of a block touch the same witness values). Most terms need no multiplication: coefficients ONE and minus ONE, and
-/// witness values 0 and 1 (bits are most of a Filecoin witness).
+/// in A, then B, then C (the three matrices' rows of a block touch the same witness values).
+/// Most terms need no multiplication: coefficients ONE and minus ONE, and witness values 0 and
+/// 1 (bits are most of a Filecoin witness).
 fn spmv(
     matrices: [MatrixRef<'_>; 3],
     coefficients: &[Scalar],
@@ -265,13 +255,11 @@ fn spmv(
 ) -> [Vec<Scalar>; 3] {
     let rows = matrices[0].row_ptr.len() - 1;
     let mut out: [Vec<Scalar>; 3] = std::array::from_fn(|_| Vec::with_capacity(rows));
-    let [oa, ob, oc] = &mut out;
-    fn chunks(v: &mut Vec<Scalar>, rows: usize) -> Vec<&mut [std::mem::MaybeUninit<Scalar>]> {
+    let [ca, cb, cc] = out.each_mut().map(|v| {
         v.spare_capacity_mut()[..rows]
             .chunks_mut(ROWS_PER_TASK)
-            .collect()
-    }
-    let (ca, cb, cc) = (chunks(oa, rows), chunks(ob, rows), chunks(oc, rows));
+            .collect::<Vec<_>>()
+    });
     ca.into_par_iter()
         .zip(cb)
         .zip(cc)

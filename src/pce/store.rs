@@ -83,10 +83,6 @@ impl PceStore {
         })
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn path(&self, circuit: &CircuitId) -> PathBuf {
         self.dir.join(format!("{circuit}.pce"))
     }
@@ -124,8 +120,9 @@ impl PceStore {
         let _one_extraction = lock(&flight);
         let hash = hash_of(circuit)?;
         let path = self.path(circuit);
+        let look = || file::load(&path, circuit.as_str(), &hash);
         if !force {
-            if let Ok(Some(pce)) = self.load(circuit) {
+            if let Ok(pce) = look() {
                 return Ok((pce, Obtained::Loaded));
             }
         }
@@ -135,7 +132,7 @@ impl PceStore {
             .with_context(|| format!("locking the PCE lock of {circuit}"))?;
         // Another process may have made it while this one waited for the lock.
         if !force {
-            match file::load(&path, circuit.as_str(), &hash) {
+            match look() {
                 Ok(pce) => return Ok((pce, Obtained::Loaded)),
                 Err(FileError::Missing) => {}
                 // Not the file's fault (descriptors, memory, permissions): it stays.
