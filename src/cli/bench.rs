@@ -84,6 +84,10 @@ pub enum BenchCommand {
         /// Where PCE files are kept (the kind's PCE is extracted before the jobs start).
         #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
         pce_dir: PathBuf,
+        /// Keep the prover slot through B in G2 and the join (the service gives it back
+        /// before them, so the next partition's device work begins meanwhile).
+        #[arg(long)]
+        no_split: bool,
         #[command(flatten)]
         params: ParamsLocation,
         #[command(flatten)]
@@ -161,6 +165,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             budget_bytes,
             no_pce,
             pce_dir,
+            no_split,
             params,
             backend,
         } => {
@@ -176,9 +181,12 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             };
             bench_pipeline(
                 &request,
-                jobs,
-                workers,
-                depth,
+                Shape {
+                    jobs,
+                    workers,
+                    depth,
+                    split: !no_split,
+                },
                 budget_bytes.unwrap_or(0),
                 provers,
                 pce,
@@ -467,11 +475,17 @@ fn proc_status_bytes(key: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn bench_pipeline(
-    request: &ProofRequest,
+/// How `bench pipeline` runs its jobs.
+struct Shape {
     jobs: usize,
     workers: usize,
     depth: usize,
+    split: bool,
+}
+
+fn bench_pipeline(
+    request: &ProofRequest,
+    shape: Shape,
     budget_bytes: u64,
     provers: crate::groth16::Provers,
     pce: Option<std::sync::Arc<crate::pce::PceStore>>,
@@ -485,13 +499,22 @@ fn bench_pipeline(
     let budget = Budget::detect(&System::default(), budget_bytes, 1 << 30)?;
     let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
     let counters = metrics.clone();
+    let Shape {
+        jobs,
+        workers,
+        depth,
+        split,
+    } = shape;
     let (backend, devices) = (provers.name(), provers.backends.len());
+    let backends = provers.backends.clone();
+    let pipeline = Pipeline::new(budget.total_bytes, depth, devices);
     let engine = Engine::start(
         JobStore::open(data.path())?,
         metrics,
         Proving {
-            pipeline: Pipeline::new(budget.total_bytes, depth, provers.backends.len()),
+            pipeline: pipeline.clone(),
             provers,
+            split,
             workers,
             pce: pce.clone(),
         },
@@ -512,9 +535,11 @@ fn bench_pipeline(
             .submit(id, request.kind(), &body)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
-    let (mut samples, mut prover_busy, mut peak_reserved) = (0u64, 0u64, 0u64);
+    let busy_now = |b: &std::sync::Arc<dyn Backend>| b.device_busy().unwrap_or_default();
+    let device_before: Vec<_> = backends.iter().map(busy_now).collect();
+    let (mut samples, mut peak_reserved) = (0u64, 0u64);
     let mut peak_parameters = 0u64;
-    let mut stage_sum = [0i64; 3];
+    let mut stage_sum = [0i64; Stage::ALL.len()];
     loop {
         let status = engine.status();
         samples += 1;
@@ -522,14 +547,6 @@ fn bench_pipeline(
         peak_parameters = peak_parameters.max(status.pipeline.parameters_bytes);
         for (i, c) in status.ledger.iter().enumerate() {
             stage_sum[i] += c.buffers;
-        }
-        let proving = status
-            .ledger
-            .iter()
-            .find(|c| c.stage == Stage::Proving.as_str())
-            .map_or(0, |c| c.buffers);
-        if proving > 0 {
-            prover_busy += 1;
         }
         let done = ids
             .iter()
@@ -541,6 +558,19 @@ fn bench_pipeline(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let elapsed = start.elapsed().as_secs_f64();
+    let slot_busy = pipeline.slot_busy();
+    let prover_busy =
+        slot_busy.iter().map(|d| d.as_secs_f64()).sum::<f64>() / (elapsed * devices as f64);
+    // Only GPUs report device time; the CPU's prover is busy while a slot is held.
+    let device_busy: Vec<f64> = backends
+        .iter()
+        .zip(&device_before)
+        .zip(&slot_busy)
+        .map(|((b, before), slot)| match b.device_busy() {
+            Some(now) => (now - *before).as_secs_f64() / elapsed,
+            None => slot.as_secs_f64() / elapsed,
+        })
+        .collect();
     let verified = ids
         .iter()
         .filter(|id| engine.get(id).is_some_and(|r| r.state == JobState::Done))
@@ -569,7 +599,9 @@ fn bench_pipeline(
             "peak_rss_bytes": proc_status_bytes("VmHWM:"),
             "peak_reserved_bytes": peak_reserved,
             "peak_parameters_bytes": peak_parameters,
-            "prover_busy_fraction": prover_busy as f64 / samples as f64,
+            "split": split,
+            "prover_busy_fraction": prover_busy,
+            "device_busy_fraction": device_busy,
             "mean_partitions_per_stage": occupancy,
             "pce": pce.is_some(),
             "syntheses": {

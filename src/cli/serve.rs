@@ -100,6 +100,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         Proving {
             pipeline,
             provers,
+            split: true,
             workers: concurrency.workers,
             pce,
         },

@@ -16,18 +16,26 @@ pub enum Stage {
     Synthesizing,
     /// Made, waiting for the prover.
     Synthesized,
-    /// In the prover (NTT, MSMs).
+    /// On a prover slot: h and the G1 MSMs.
     Proving,
+    /// Off the prover slot: B in G2 and the join (only B's scalars are held).
+    Finalizing,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 3] = [Stage::Synthesizing, Stage::Synthesized, Stage::Proving];
+    pub const ALL: [Stage; 4] = [
+        Stage::Synthesizing,
+        Stage::Synthesized,
+        Stage::Proving,
+        Stage::Finalizing,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::Synthesizing => "synthesizing",
             Stage::Synthesized => "synthesized",
             Stage::Proving => "proving",
+            Stage::Finalizing => "finalizing",
         }
     }
 
@@ -44,8 +52,8 @@ pub struct StageCount {
 }
 
 pub struct Ledger {
-    buffers: [AtomicI64; 3],
-    bytes: [AtomicI64; 3],
+    buffers: [AtomicI64; Stage::ALL.len()],
+    bytes: [AtomicI64; Stage::ALL.len()],
     metrics: Arc<Metrics>,
 }
 
@@ -137,6 +145,9 @@ mod tests {
         let b = b.move_to(Stage::Proving, 100);
         assert_eq!(count(Stage::Synthesized), (0, 0));
         assert_eq!(count(Stage::Proving), (1, 100));
+        let b = b.move_to(Stage::Finalizing, 10);
+        assert_eq!(count(Stage::Proving), (0, 0));
+        assert_eq!(count(Stage::Finalizing), (1, 10));
         drop((a, b));
         assert!(ledger
             .snapshot()

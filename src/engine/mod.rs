@@ -9,6 +9,7 @@
 
 pub mod dispatch;
 mod ledger;
+mod partitions;
 pub mod pipeline;
 mod sets;
 
@@ -23,22 +24,19 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use blstrs::Scalar;
-use ff::Field;
-use rand::rngs::OsRng;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::circuits::{CircuitError, CircuitId, ProofJob, ProofKind, ProofRequest};
 use crate::gpu::GpuInfo;
-use crate::groth16::{prove, Provers};
+use crate::groth16::Provers;
 use crate::jobs::{now_ms, JobError, JobRecord, JobState, JobStore, Progress, Timings};
 use crate::metrics::Metrics;
 use crate::pce::{Pce, PceStore};
 use crate::srs::Srs;
-use crate::synth::SynthPath;
 use crate::systemd::Notifier;
+use partitions::Partitions;
 use sets::{Loaded, Sets};
 
 /// What may change while the service runs (SIGHUP).
@@ -95,6 +93,8 @@ struct Inner {
     pipeline: Arc<pipeline::Pipeline>,
     /// The backends partitions are proved on: prover slot i uses backends[i % len].
     provers: Provers,
+    /// B in G2 and the join run after the prover slot is given back.
+    split: bool,
     workers: usize,
     limits: Mutex<Limits>,
     state: Mutex<State>,
@@ -217,6 +217,9 @@ impl Concurrency {
 pub struct Proving {
     pub pipeline: Arc<pipeline::Pipeline>,
     pub provers: Provers,
+    /// B in G2 and the join after the prover slot is given back (the next partition's device
+    /// work begins meanwhile). Off only to measure the difference (`cuzk bench pipeline`).
+    pub split: bool,
     pub workers: usize,
     /// PCE files (None: every partition on the full path).
     pub pce: Option<Arc<PceStore>>,
@@ -235,6 +238,7 @@ impl Engine {
         let Proving {
             pipeline,
             provers,
+            split,
             workers,
             pce,
         } = proving;
@@ -243,6 +247,7 @@ impl Engine {
             ledger: Ledger::new(metrics.clone()),
             pipeline,
             provers,
+            split,
             store,
             metrics,
             workers,
@@ -730,7 +735,6 @@ impl Inner {
                 stage: Some("loading-parameters".into()),
             }
         });
-        let kind = proof_job.kind().as_str();
         let urgency = priority(proof_job.kind());
         let set = self.srs_for(&proof_job.params_path(), urgency, &job.cancel)?;
         let srs = &set.value;
@@ -755,84 +759,32 @@ impl Inner {
                 ),
             }));
         }
-        let mut pce = self.pce_for(proof_job.as_ref(), extraction_bytes(srs));
-        let mut proofs = Vec::with_capacity(partitions);
-        let (mut synthesis_s, mut prove_s) = (0.0, 0.0);
-        for k in 0..partitions {
-            self.stage(job, "waiting-for-memory")?;
-            let mut reservation = self
-                .pipeline
-                .admit(urgency, estimate, &job.cancel)
-                .map_err(refused)?;
-            self.stage(job, "synthesis")?;
-            let entry = self.ledger.enter(Stage::Synthesizing, 0);
-            let start = Instant::now();
-            let (synth, path) = proof_job.synthesize_with(k, pce.as_ref().map(|set| &set.value))?;
-            if path == SynthPath::FullAfterPce {
-                pce = None;
-                self.discard_pce(&proof_job.circuit_id());
-            }
-            let secs = start.elapsed().as_secs_f64();
-            synthesis_s += secs;
-            self.metrics
-                .syntheses
-                .with_label_values(&[kind, path.as_str()])
-                .inc();
-            self.metrics
-                .synthesis_seconds
-                .with_label_values(&[kind])
-                .observe(secs);
-            let entry = entry.move_to(Stage::Synthesized, synth.heap_bytes());
-            for (measure, bytes) in [
-                ("estimated", estimate),
-                ("synthesized", synth.heap_bytes() as u64),
-            ] {
-                self.metrics
-                    .partition_bytes
-                    .with_label_values(&[kind, measure])
-                    .set(bytes as i64);
-            }
-            if k == 0 {
-                tracing::info!(
-                    id = %id,
-                    estimated_bytes = estimate,
-                    synthesized_bytes = synth.heap_bytes(),
-                    synthesis_path = path.as_str(),
-                    synthesis_s = secs,
-                    "partition reservation: estimate and synthesized size"
-                );
-            }
-
-            self.stage(job, "waiting-for-prover")?;
-            let slot = self
-                .pipeline
-                .prover(urgency, &mut reservation, &job.cancel)
-                .map_err(refused)?;
-            self.stage(job, "proving")?;
-            let entry = entry.move_to(Stage::Proving, synth.heap_bytes());
-            let backend = &self.provers.backends[slot.id() % self.provers.backends.len()];
-            let (proof, timings) = prove(
-                backend.as_ref(),
-                srs,
-                synth,
-                Scalar::random(&mut OsRng),
-                Scalar::random(&mut OsRng),
-            )
-            .map_err(|e| internal(format!("partition {k}: {e}")))?;
-            drop((entry, slot, reservation));
-            let secs = timings.total.as_secs_f64();
-            prove_s += secs;
-            self.metrics
-                .prove_seconds
-                .with_label_values(&[kind])
-                .observe(secs);
-            proofs.push(proof);
-            self.show(job, |r| {
-                r.progress.partitions_done = k + 1;
-                r.timings.synthesis_s = Some(synthesis_s);
-                r.timings.prove_s = Some(prove_s);
-            });
-        }
+        let pce = self.pce_for(proof_job.as_ref(), extraction_bytes(srs));
+        let partitions = Partitions {
+            pipeline: &self.pipeline,
+            ledger: &self.ledger,
+            backends: &self.provers.backends,
+            metrics: &self.metrics,
+            split: self.split,
+            priority: urgency,
+            estimate,
+        };
+        let circuit = proof_job.circuit_id();
+        let proofs = partitions.prove(
+            proof_job.as_ref(),
+            srs,
+            pce,
+            &job.cancel,
+            &|| self.discard_pce(&circuit),
+            &mut |shown| {
+                self.show(job, |r| {
+                    r.progress.stage = Some(shown.step.as_str().into());
+                    r.progress.partitions_done = shown.partitions_done;
+                    r.timings.synthesis_s = Some(shown.synthesis_s);
+                    r.timings.prove_s = Some(shown.prove_s);
+                })
+            },
+        )?;
         self.stage(job, "verifying")?;
         let start = Instant::now();
         let bytes = proof_job.finish(&proofs)?;

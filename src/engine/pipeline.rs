@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::dispatch::{Dispatcher, Work};
 
@@ -33,6 +33,8 @@ struct State {
     prover_queue: BinaryHeap<Reverse<(u8, u64, u64)>>,
     /// Ticket -> the slot granted to it.
     granted: HashMap<u64, usize>,
+    /// Per slot: time held by finished partitions, and since when it is held now.
+    busy: Vec<(Duration, Option<Instant>)>,
 }
 
 pub struct Pipeline {
@@ -107,6 +109,7 @@ impl Pipeline {
                 free_slots: (0..slots.max(1)).rev().collect(),
                 prover_queue: BinaryHeap::new(),
                 granted: HashMap::new(),
+                busy: vec![(Duration::ZERO, None); slots.max(1)],
             }),
             changed: Condvar::new(),
         })
@@ -242,6 +245,7 @@ impl Pipeline {
             if let Some(id) = st.granted.remove(&ticket) {
                 // On the prover: no longer ahead of it, room for the next admission.
                 st.dispatcher.on_gpu();
+                st.busy[id].1 = Some(Instant::now());
                 reservation.ahead = false;
                 self.pump(&mut st);
                 return Ok(ProverSlot {
@@ -255,6 +259,15 @@ impl Pipeline {
             }
             st = self.wait(st);
         }
+    }
+
+    /// How long each prover slot has been held, the current holder's time included.
+    pub fn slot_busy(&self) -> Vec<Duration> {
+        let st = self.lock();
+        st.busy
+            .iter()
+            .map(|(done, since)| *done + since.map_or(Duration::ZERO, |t| t.elapsed()))
+            .collect()
     }
 
     pub fn snapshot(&self) -> PipelineStatus {
@@ -290,6 +303,19 @@ impl Reservation {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// Gives back what the partition no longer holds, keeping `bytes` (no more than now).
+    /// Only a partition that reached the prover shrinks: before, its buffers still grow.
+    pub fn shrink_to(&mut self, bytes: u64) {
+        if self.ahead || bytes >= self.bytes {
+            return;
+        }
+        let p = &self.pipeline;
+        let mut st = p.lock();
+        st.dispatcher.release(self.bytes - bytes);
+        self.bytes = bytes;
+        p.pump(&mut st);
+    }
 }
 
 impl Drop for Reservation {
@@ -309,6 +335,10 @@ impl Drop for ProverSlot {
     fn drop(&mut self) {
         let p = &self.pipeline;
         let mut st = p.lock();
+        let slot = &mut st.busy[self.id];
+        if let Some(since) = slot.1.take() {
+            slot.0 += since.elapsed();
+        }
         st.free_slots.push(self.id);
         p.changed.notify_all();
     }
@@ -338,6 +368,10 @@ mod tests {
         );
         let slot = p.prover(2, &mut a, &no).unwrap();
         assert_eq!(p.snapshot().ahead_of_prover, 1);
+        // On the prover, a reservation gives back what its partition freed.
+        a.shrink_to(20);
+        a.shrink_to(25);
+        assert_eq!((a.bytes(), p.snapshot().reserved_bytes), (20, 60));
         // A waiter is admitted once room appears.
         let waiter = {
             let p = p.clone();
@@ -366,8 +400,15 @@ mod tests {
         assert_eq!((first.id(), second.id()), (0, 1));
         let yes = AtomicBool::new(true);
         assert!(p.prover(2, &mut r[2], &yes).is_err(), "no third slot");
+        std::thread::sleep(Duration::from_millis(20));
         drop(second);
-        assert_eq!(p.prover(2, &mut r[2], &no).unwrap().id(), 1);
+        let third = p.prover(2, &mut r[2], &no).unwrap();
+        assert_eq!(third.id(), 1);
+        drop((first, third));
+        let busy = p.slot_busy();
+        assert!(busy[0] >= Duration::from_millis(20) && busy[1] >= Duration::from_millis(20));
+        // Nothing holds a slot now: the times stand still.
+        assert_eq!(p.slot_busy(), busy);
     }
 
     #[test]

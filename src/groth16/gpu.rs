@@ -68,8 +68,10 @@ pub struct GpuBackend {
     info: GpuInfo,
     stream: Arc<CudaStream>,
     k: Kernels,
-    /// One proof's device work at a time.
+    /// One call's device work at a time.
     busy: Mutex<()>,
+    /// Nanoseconds `busy` has been held: the device's occupancy.
+    busy_ns: std::sync::atomic::AtomicU64,
     /// Stage times are kept only when asked (`cuzk bench`, `cuzk selftest`): the service
     /// proves forever and must not accumulate them.
     recording: std::sync::atomic::AtomicBool,
@@ -108,6 +110,7 @@ impl GpuBackend {
             stream: gpu.ctx.new_stream()?,
             k,
             busy: Mutex::new(()),
+            busy_ns: std::sync::atomic::AtomicU64::new(0),
             recording: std::sync::atomic::AtomicBool::new(false),
             stages: Mutex::new(Vec::new()),
         })
@@ -115,6 +118,15 @@ impl GpuBackend {
 
     pub fn info(&self) -> &GpuInfo {
         &self.info
+    }
+
+    /// The device for one call's work; its time counts as busy.
+    fn occupy(&self) -> Occupied<'_> {
+        Occupied {
+            _guard: self.busy.lock().unwrap_or_else(|e| e.into_inner()),
+            since: Instant::now(),
+            busy_ns: &self.busy_ns,
+        }
     }
 
     fn record(&self, stage: String, since: Instant, bytes: u64) -> Result<Instant, DriverError> {
@@ -200,7 +212,7 @@ impl GpuBackend {
         if n == 1 {
             return Ok(Vec::new());
         }
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let _busy = self.occupy();
         let clock = Instant::now();
         let bytes = (3 * a.len() * 32) as u64;
         let mut da = self.upload(&a, n * 8)?;
@@ -265,7 +277,7 @@ impl GpuBackend {
         let n32 = u32::try_from(n).map_err(|_| GpuError::Shape(format!("{n} points")))?;
         let shape = MsmShape::new(n, C::MAX_GROUPS);
         let label = format!("msm_{} ({n} points)", C::NAME);
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let _busy = self.occupy();
 
         let clock = Instant::now();
         let db = self.stream.clone_htod(words(&bases[..n]))?;
@@ -339,7 +351,7 @@ impl GpuBackend {
         if n == 1 {
             return Ok(());
         }
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let _busy = self.occupy();
         let mut d = self.upload(v, n * 8)?;
         let omega = root_of_unity(log_n);
         let base = if inverse {
@@ -394,12 +406,32 @@ impl Backend for GpuBackend {
         std::mem::take(&mut *self.stages.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    fn device_busy(&self) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_nanos(
+            self.busy_ns.load(std::sync::atomic::Ordering::Relaxed),
+        ))
+    }
+
     fn record_stages(&self, on: bool) {
         self.recording
             .store(on, std::sync::atomic::Ordering::Relaxed);
         if !on {
             self.stage_times();
         }
+    }
+}
+
+struct Occupied<'a> {
+    _guard: std::sync::MutexGuard<'a, ()>,
+    since: Instant,
+    busy_ns: &'a std::sync::atomic::AtomicU64,
+}
+
+impl Drop for Occupied<'_> {
+    fn drop(&mut self) {
+        let ns = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns
+            .fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

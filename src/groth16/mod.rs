@@ -12,7 +12,7 @@ pub mod select;
 pub use bellperson::groth16::Proof;
 pub use cpu::CpuBackend;
 pub use gpu::{GpuBackend, StageTime};
-pub use prover::{prove, ProveTimings};
+pub use prover::{prove, prove_start, ProveTimings, Started};
 pub use select::{select, BackendChoice, Provers};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -54,6 +54,12 @@ pub trait Backend: Send + Sync {
 
     /// Starts (or stops) keeping device stage times for [`Backend::stage_times`].
     fn record_stages(&self, _on: bool) {}
+
+    /// How long the device has been doing this backend's work since it started; None on the
+    /// CPU, which has no device to keep busy.
+    fn device_busy(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -48,7 +48,8 @@ mod secs {
     }
 }
 
-/// Proves one synthesized circuit with randomness `r`, `s`.
+/// Proves one synthesized circuit with randomness `r`, `s`: [`prove_start`] then
+/// [`Started::finish`] on the same backend.
 pub fn prove(
     backend: &dyn Backend,
     srs: &Srs,
@@ -56,6 +57,39 @@ pub fn prove(
     r: Scalar,
     s: Scalar,
 ) -> Result<(Proof<blstrs::Bls12>, ProveTimings), ProveError> {
+    prove_start(backend, srs, synth, r, s)?.finish(backend, srs)
+}
+
+/// A proof whose G1 work is done (h, and the H, L, A and B MSMs in G1): what is left is B in
+/// G2 and the join. It holds only B's scalars, so the partition's other buffers are already
+/// freed, and the prover can take the next partition while this one finishes.
+pub struct Started {
+    r: Scalar,
+    s: Scalar,
+    h_sum: G1Projective,
+    l_sum: G1Projective,
+    a_sum: G1Projective,
+    b_g1_sum: G1Projective,
+    b_scalars: Vec<Scalar>,
+    timings: ProveTimings,
+    clock: Instant,
+}
+
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Started({} B scalars)", self.b_scalars.len())
+    }
+}
+
+/// The first part of a proof: everything but B in G2. `synth` is consumed and its buffers are
+/// freed as they are used.
+pub fn prove_start(
+    backend: &dyn Backend,
+    srs: &Srs,
+    synth: SynthesizedProof,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Started, ProveError> {
     let start = Instant::now();
     check_shape(srs, &synth)?;
     let vk = &srs.vk;
@@ -105,33 +139,76 @@ pub fn prove(
 
     // B: inputs in B's input density, then aux variables in B's aux density.
     let b_scalars = concat_dense(&inputs, Some(&b_input_density), &aux, &b_aux_density);
+    drop((inputs, aux));
     let clock = Instant::now();
     let (b_g1_sum, b_stats) = backend.msm_g1(&srs.b_g1, &b_scalars)?;
     t.msm_b_g1 = clock.elapsed();
     t.b_scalars = b_stats;
-    let clock = Instant::now();
-    let (b_g2_sum, _) = backend.msm_g2(&srs.b_g2, &b_scalars)?;
-    t.msm_b_g2 = clock.elapsed();
-
-    let rs = r * s;
-    let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + a_sum;
-    let g_b: G2Projective = vk.delta_g2 * s + vk.beta_g2 + b_g2_sum;
-    let g_c: G1Projective = a_sum * s
-        + b_g1_sum * r
-        + vk.delta_g1 * rs
-        + vk.alpha_g1 * s
-        + vk.beta_g1 * r
-        + h_sum
-        + l_sum;
     t.total = start.elapsed();
-    Ok((
-        Proof {
-            a: g_a.to_affine(),
-            b: g_b.to_affine(),
-            c: g_c.to_affine(),
-        },
-        t,
-    ))
+    Ok(Started {
+        r,
+        s,
+        h_sum,
+        l_sum,
+        a_sum,
+        b_g1_sum,
+        b_scalars,
+        timings: t,
+        clock: Instant::now(),
+    })
+}
+
+impl Started {
+    /// Bytes this proof still holds on the heap (B's scalars).
+    pub fn heap_bytes(&self) -> usize {
+        self.b_scalars.capacity() * std::mem::size_of::<Scalar>()
+    }
+
+    /// B in G2 on `backend`, then the proof. `srs` must be the set the proof was started with.
+    /// The timings' total counts both parts, not the wait between them.
+    pub fn finish(
+        self,
+        backend: &dyn Backend,
+        srs: &Srs,
+    ) -> Result<(Proof<blstrs::Bls12>, ProveTimings), ProveError> {
+        let Started {
+            r,
+            s,
+            h_sum,
+            l_sum,
+            a_sum,
+            b_g1_sum,
+            b_scalars,
+            mut timings,
+            clock: started,
+        } = self;
+        let vk = &srs.vk;
+        let waited = started.elapsed();
+        let clock = Instant::now();
+        let (b_g2_sum, _) = backend.msm_g2(&srs.b_g2, &b_scalars)?;
+        drop(b_scalars);
+        timings.msm_b_g2 = clock.elapsed();
+
+        let rs = r * s;
+        let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + a_sum;
+        let g_b: G2Projective = vk.delta_g2 * s + vk.beta_g2 + b_g2_sum;
+        let g_c: G1Projective = a_sum * s
+            + b_g1_sum * r
+            + vk.delta_g1 * rs
+            + vk.alpha_g1 * s
+            + vk.beta_g1 * r
+            + h_sum
+            + l_sum;
+        timings.total += started.elapsed() - waited;
+        Ok((
+            Proof {
+                a: g_a.to_affine(),
+                b: g_b.to_affine(),
+                c: g_c.to_affine(),
+            },
+            timings,
+        ))
+    }
 }
 
 /// The scalars of a density-compressed query: inputs (all, or those in `input_density`), then the
