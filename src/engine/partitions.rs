@@ -125,12 +125,13 @@ impl Partitions<'_> {
         };
         let mut steps: Vec<Option<Step>> = vec![None; n];
         let mut proofs: Vec<Option<Proof<Bls12>>> = vec![None; n];
-        let mut shown = Report {
+        let mut now = Report {
             step: Step::WaitingForMemory,
             partitions_done: 0,
             synthesis_s: 0.0,
             prove_s: 0.0,
         };
+        let mut shown = now;
         report(shown);
         let (mut failure, mut cancelled) = (None, false);
         std::thread::scope(|scope| {
@@ -143,12 +144,12 @@ impl Partitions<'_> {
             loop {
                 match rx.recv_timeout(POLL) {
                     Ok(Event::Step(k, step)) => steps[k] = Some(step),
-                    Ok(Event::Synthesized(secs)) => shown.synthesis_s += secs,
+                    Ok(Event::Synthesized(secs)) => now.synthesis_s += secs,
                     Ok(Event::Proved(k, proof, secs)) => {
                         steps[k] = None;
                         proofs[k] = Some(*proof);
-                        shown.partitions_done += 1;
-                        shown.prove_s += secs;
+                        now.partitions_done += 1;
+                        now.prove_s += secs;
                     }
                     Ok(Event::Ended(k, ending)) => {
                         steps[k] = None;
@@ -166,11 +167,9 @@ impl Partitions<'_> {
                 if cancel.load(Ordering::SeqCst) {
                     run.stop.store(true, Ordering::SeqCst);
                 }
-                let furthest = steps.iter().flatten().max().copied();
-                let now = Report {
-                    step: furthest.unwrap_or(shown.step),
-                    ..shown
-                };
+                if let Some(furthest) = steps.iter().flatten().max() {
+                    now.step = *furthest;
+                }
                 if now != shown {
                     shown = now;
                     report(shown);
@@ -328,5 +327,343 @@ impl Partitions<'_> {
             .with_label_values(&[kind])
             .observe(secs);
         Ok((proof, secs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The real pipeline, ledger and CPU backend on a synthetic job of several partitions
+    //! (every 2 KiB Filecoin proof has one partition, so no real job can show the overlap).
+
+    use std::path::PathBuf;
+    use std::sync::atomic::AtomicUsize;
+
+    use bellperson::groth16::{
+        create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof,
+        Parameters,
+    };
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::circuits::synthetic::SyntheticCircuit;
+    use crate::circuits::{CircuitError, CircuitId, PartitionCircuits, ProofKind};
+    use crate::groth16::msm::MsmStats;
+    use crate::groth16::{CpuBackend, ProveError};
+    use crate::synth::{synthesize, SynthesizedProof};
+
+    /// When something started and ended, by what.
+    type Log = Mutex<Vec<(&'static str, usize, Instant, Instant)>>;
+
+    /// A job of `partitions` synthetic circuits of one shape (their values differ by seed),
+    /// each synthesis 100 ms longer than it takes (a fake duration).
+    #[derive(Debug)]
+    struct SyntheticJob {
+        partitions: usize,
+        params: PathBuf,
+        /// This partition's synthesis fails.
+        fails: Option<usize>,
+        log: Arc<Log>,
+    }
+
+    const ROWS: usize = 3000;
+
+    fn circuit(k: usize) -> SyntheticCircuit {
+        SyntheticCircuit::new(2, ROWS, k as u64)
+    }
+
+    impl PartitionCircuits for SyntheticJob {
+        fn partitions(&self) -> usize {
+            self.partitions
+        }
+        fn synthesize(
+            &self,
+            k: usize,
+            _pce: Option<&Pce>,
+        ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
+            let start = Instant::now();
+            if self.fails == Some(k) {
+                return Err(CircuitError::Synthesis(format!("partition {k} fails")));
+            }
+            // Long enough for the partitions admitted together to be seen synthesizing together.
+            std::thread::sleep(Duration::from_millis(100));
+            let synth = synthesize(circuit(k)).map_err(|e| CircuitError::Synthesis(e.to_string()));
+            lock(&self.log).push(("synthesis", k, start, Instant::now()));
+            Ok((synth?, SynthPath::Full))
+        }
+        fn params_path(&self) -> PathBuf {
+            self.params.clone()
+        }
+        fn bellperson_proof(
+            &self,
+            k: usize,
+            params: &Parameters<Bls12>,
+            r: Scalar,
+            s: Scalar,
+        ) -> Result<Proof<Bls12>, CircuitError> {
+            create_proof_batch(vec![circuit(k)], params, vec![r], vec![s])
+                .map(|mut p| p.remove(0))
+                .map_err(|e| CircuitError::Synthesis(e.to_string()))
+        }
+    }
+
+    impl ProofJob for SyntheticJob {
+        fn kind(&self) -> ProofKind {
+            ProofKind::PorepC2
+        }
+        fn circuit_id(&self) -> CircuitId {
+            CircuitId::new(ProofKind::PorepC2, 2048)
+        }
+        fn circuits(&self) -> &dyn PartitionCircuits {
+            self
+        }
+        /// Every partition's proof verifies against its own inputs.
+        fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError> {
+            let params = Srs::read(&self.params).expect("parameters");
+            let pvk = prepare_verifying_key(&params.vk);
+            let mut bytes = Vec::new();
+            for (k, proof) in proofs.iter().enumerate() {
+                let ok = verify_proof(&pvk, proof, &circuit(k).inputs)
+                    .map_err(|e| CircuitError::Verification(e.to_string()))?;
+                if !ok {
+                    return Err(CircuitError::Verification(format!("partition {k}")));
+                }
+                proof.write(&mut bytes).expect("to memory");
+            }
+            Ok(bytes)
+        }
+    }
+
+    /// The CPU backend, with B in G2 taking at least `g2` (a fake duration, so the test can
+    /// see what runs beside it) and every call logged.
+    struct SlowG2 {
+        g2: Duration,
+        log: Arc<Log>,
+        calls: AtomicUsize,
+    }
+
+    impl Backend for SlowG2 {
+        fn name(&self) -> &'static str {
+            "cpu"
+        }
+        fn h_coefficients(
+            &self,
+            a: Vec<Scalar>,
+            b: Vec<Scalar>,
+            c: Vec<Scalar>,
+        ) -> Result<Vec<Scalar>, ProveError> {
+            let start = Instant::now();
+            let h = CpuBackend.h_coefficients(a, b, c);
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            lock(&self.log).push(("h", n, start, Instant::now()));
+            h
+        }
+        fn msm_g1(
+            &self,
+            bases: &[G1Affine],
+            scalars: &[Scalar],
+        ) -> Result<(G1Projective, MsmStats), ProveError> {
+            CpuBackend.msm_g1(bases, scalars)
+        }
+        fn msm_g2(
+            &self,
+            bases: &[G2Affine],
+            scalars: &[Scalar],
+        ) -> Result<(G2Projective, MsmStats), ProveError> {
+            let start = Instant::now();
+            let sum = CpuBackend.msm_g2(bases, scalars);
+            std::thread::sleep(self.g2);
+            lock(&self.log).push(("g2", 0, start, Instant::now()));
+            sum
+        }
+    }
+
+    struct Bench {
+        _dir: tempfile::TempDir,
+        params: PathBuf,
+        srs: Srs,
+    }
+
+    fn bench() -> Bench {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let params = generate_random_parameters::<Bls12, _, _>(circuit(0), &mut rng).unwrap();
+        let path = dir.path().join("synthetic.params");
+        let mut bytes = Vec::new();
+        params.write(&mut bytes).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        Bench {
+            srs: Srs::read(&path).unwrap(),
+            params: path,
+            _dir: dir,
+        }
+    }
+
+    struct Outcome {
+        result: Result<Vec<Proof<Bls12>>, Ending>,
+        log: Vec<(&'static str, usize, Instant, Instant)>,
+        reports: Vec<Report>,
+    }
+
+    /// Runs `job` through a pipeline of `depth` and one prover slot.
+    fn run(
+        bench: &Bench,
+        partitions: usize,
+        fails: Option<usize>,
+        depth: usize,
+        split: bool,
+        cancel_after: Option<Duration>,
+    ) -> Outcome {
+        let log = Arc::new(Log::default());
+        let job = SyntheticJob {
+            partitions,
+            params: bench.params.clone(),
+            fails,
+            log: log.clone(),
+        };
+        let metrics = Metrics::new();
+        let ledger = Ledger::new(Arc::new(Metrics::new()));
+        let pipeline = Pipeline::new(1 << 40, depth, 1);
+        let backends: Vec<Arc<dyn Backend>> = vec![Arc::new(SlowG2 {
+            g2: Duration::from_millis(300),
+            log: log.clone(),
+            calls: AtomicUsize::new(0),
+        })];
+        let p = Partitions {
+            pipeline: &pipeline,
+            ledger: &ledger,
+            backends: &backends,
+            metrics: &metrics,
+            split,
+            priority: 2,
+            estimate: 1 << 20,
+        };
+        let cancel = AtomicBool::new(false);
+        let mut reports = Vec::new();
+        let result = std::thread::scope(|s| {
+            if let Some(after) = cancel_after {
+                let cancel = &cancel;
+                s.spawn(move || {
+                    std::thread::sleep(after);
+                    cancel.store(true, Ordering::SeqCst);
+                });
+            }
+            p.prove(&job, &bench.srs, None, &cancel, &|| {}, &mut |r| {
+                reports.push(r)
+            })
+        });
+        // Whatever happened, nothing stays in the ledger or the budget.
+        assert!(ledger.snapshot().iter().all(|c| c.buffers == 0 && c.bytes == 0));
+        let snap = pipeline.snapshot();
+        assert_eq!((snap.reserved_bytes, snap.ahead_of_prover), (0, 0));
+        if let Ok(proofs) = &result {
+            job.finish(proofs).expect("every partition's proof verifies");
+        }
+        let log = std::mem::take(&mut *lock(&log));
+        Outcome {
+            result,
+            log,
+            reports,
+        }
+    }
+
+    fn intervals(log: &[(&'static str, usize, Instant, Instant)], what: &str) -> Vec<(Instant, Instant)> {
+        log.iter()
+            .filter(|e| e.0 == what)
+            .map(|e| (e.2, e.3))
+            .collect()
+    }
+
+    /// The most intervals open at one instant.
+    fn most_at_once(spans: &[(Instant, Instant)]) -> usize {
+        spans
+            .iter()
+            .map(|(t, _)| spans.iter().filter(|(a, b)| a <= t && t < b).count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn a_jobs_partitions_synthesize_at_once_up_to_the_depth_and_all_verify_fake_slow_synthesis() {
+        let bench = bench();
+        let out = run(&bench, 5, None, 3, true, None);
+        let proofs = out.result.unwrap_or_else(|_| panic!("the job failed"));
+        assert_eq!(proofs.len(), 5);
+        let synth = intervals(&out.log, "synthesis");
+        assert_eq!(synth.len(), 5);
+        let at_once = most_at_once(&synth);
+        assert_eq!(at_once, 3, "syntheses at once with depth 3");
+        // A later partition synthesized while an earlier one was on the prover.
+        let proving: Vec<_> = intervals(&out.log, "h");
+        assert!(
+            synth
+                .iter()
+                .any(|(s, e)| proving.iter().any(|(a, b)| s < b && a < e)),
+            "no synthesis overlapped a proof"
+        );
+        let last = out.reports.last().unwrap();
+        assert_eq!(last.partitions_done, 5);
+        assert!(out.reports.iter().any(|r| r.step == Step::Synthesis));
+        assert!(out
+            .reports
+            .windows(2)
+            .all(|w| w[0].partitions_done <= w[1].partitions_done));
+    }
+
+    #[test]
+    fn with_the_split_the_next_partitions_device_work_begins_while_b_in_g2_finishes_fake_slow_g2()
+    {
+        let bench = bench();
+        for split in [true, false] {
+            let out = run(&bench, 3, None, 3, split, None);
+            assert!(out.result.is_ok(), "split {split}: the job failed");
+            let g2 = intervals(&out.log, "g2");
+            let h = intervals(&out.log, "h");
+            assert_eq!((g2.len(), h.len()), (3, 3));
+            let h_during_g2 = h
+                .iter()
+                .filter(|(start, _)| g2.iter().any(|(a, b)| a < start && start < b))
+                .count();
+            if split {
+                assert!(h_during_g2 >= 1, "no h began while B in G2 ran");
+            } else {
+                assert_eq!(h_during_g2, 0, "the slot is held through B in G2");
+            }
+        }
+    }
+
+    #[test]
+    fn a_failing_partition_fails_the_job_and_stops_the_others() {
+        let bench = bench();
+        let out = run(&bench, 6, Some(1), 2, true, None);
+        match out.result {
+            Err(Ending::Failed(e)) => {
+                assert_eq!(e.kind, "synthesis-failed");
+                assert!(e.detail.contains("partition 1 fails"), "{}", e.detail);
+            }
+            Err(Ending::Cancelled) => panic!("a failure, not a cancellation"),
+            Ok(_) => panic!("partition 1 cannot be proved"),
+        }
+        // With depth 2, partition 1 fails while partitions 0 and 2 run; 3..5 never start.
+        let synthesized: Vec<usize> = out
+            .log
+            .iter()
+            .filter(|e| e.0 == "synthesis")
+            .map(|e| e.1)
+            .collect();
+        assert!(
+            synthesized.iter().all(|&k| k < 4),
+            "partitions synthesized after the failure: {synthesized:?}"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_job_stops_at_its_partitions_next_step() {
+        let bench = bench();
+        let out = run(&bench, 8, None, 2, true, Some(Duration::from_millis(400)));
+        assert!(matches!(out.result, Err(Ending::Cancelled)));
+        let proved = intervals(&out.log, "g2").len();
+        assert!(proved < 8, "all {proved} partitions were proved");
     }
 }
