@@ -84,10 +84,9 @@ pub enum BenchCommand {
         /// Where PCE files are kept (the kind's PCE is extracted before the jobs start).
         #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
         pce_dir: PathBuf,
-        /// Keep the prover slot through B in G2 and the join (the service gives it back
-        /// before them, so the next partition's device work begins meanwhile).
-        #[arg(long)]
-        no_split: bool,
+        /// Where B in G2 and the join run (proving.finish).
+        #[arg(long, value_enum, default_value = "prover")]
+        finish: crate::engine::Finish,
         #[command(flatten)]
         params: ParamsLocation,
         #[command(flatten)]
@@ -165,7 +164,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             budget_bytes,
             no_pce,
             pce_dir,
-            no_split,
+            finish,
             params,
             backend,
         } => {
@@ -185,7 +184,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                     jobs,
                     workers,
                     depth,
-                    split: !no_split,
+                    finish,
                 },
                 budget_bytes.unwrap_or(0),
                 provers,
@@ -480,7 +479,7 @@ struct Shape {
     jobs: usize,
     workers: usize,
     depth: usize,
-    split: bool,
+    finish: crate::engine::Finish,
 }
 
 fn bench_pipeline(
@@ -503,7 +502,7 @@ fn bench_pipeline(
         jobs,
         workers,
         depth,
-        split,
+        finish,
     } = shape;
     let (backend, devices) = (provers.name(), provers.backends.len());
     let backends = provers.backends.clone();
@@ -514,7 +513,7 @@ fn bench_pipeline(
         Proving {
             pipeline: pipeline.clone(),
             provers,
-            split,
+            finish,
             workers,
             pce: pce.clone(),
         },
@@ -599,7 +598,7 @@ fn bench_pipeline(
             "peak_rss_bytes": proc_status_bytes("VmHWM:"),
             "peak_reserved_bytes": peak_reserved,
             "peak_parameters_bytes": peak_parameters,
-            "split": split,
+            "finish": finish,
             "prover_busy_fraction": prover_busy,
             "device_busy_fraction": device_busy,
             "mean_partitions_per_stage": occupancy,

@@ -100,7 +100,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         Proving {
             pipeline,
             provers,
-            split: true,
+            finish: settings.finish,
             workers: concurrency.workers,
             pce,
         },

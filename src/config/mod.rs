@@ -4,6 +4,7 @@
 //! values checked). Nothing downstream reads the environment or the file again; SIGHUP re-reads
 //! them and applies what can change at runtime.
 
+use crate::engine::Finish;
 use crate::groth16::BackendChoice;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -90,6 +91,10 @@ pub struct ProvingConfig {
     pub backend: BackendChoice,
     /// GPU ordinals to prove on (empty: all).
     pub gpus: Vec<usize>,
+    /// Where a partition's B in G2 and the join run: prover (its backend, after the prover
+    /// slot is given back), cpu (the host, after the slot is given back), held (its backend,
+    /// the slot held).
+    pub finish: Finish,
     /// Synthesize through pre-compiled constraint evaluators (<data_dir>/pce), extracted in the
     /// background the first time a circuit is proved.
     pub pce: bool,
@@ -135,6 +140,7 @@ impl Default for ProvingConfig {
             provers: 1,
             backend: BackendChoice::Auto,
             gpus: Vec::new(),
+            finish: Finish::default(),
             pce: true,
         }
     }
@@ -167,6 +173,7 @@ pub struct Settings {
     pub provers: usize,
     pub backend: BackendChoice,
     pub gpus: Vec<usize>,
+    pub finish: Finish,
     pub pce: bool,
     pub drain_timeout: Duration,
     pub status_interval: Duration,
@@ -278,6 +285,7 @@ impl Config {
             provers: self.proving.provers,
             backend: self.proving.backend,
             gpus: self.proving.gpus.clone(),
+            finish: self.proving.finish,
             pce: self.proving.pce,
             drain_timeout: Duration::from_secs(self.service.drain_timeout_secs),
             status_interval: Duration::from_secs(self.service.status_interval_secs),

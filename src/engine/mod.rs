@@ -36,6 +36,7 @@ use crate::metrics::Metrics;
 use crate::pce::{Pce, PceStore};
 use crate::srs::Srs;
 use crate::systemd::Notifier;
+pub use partitions::Finish;
 use partitions::Partitions;
 use sets::{Loaded, Sets};
 
@@ -93,8 +94,8 @@ struct Inner {
     pipeline: Arc<pipeline::Pipeline>,
     /// The backends partitions are proved on: prover slot i uses backends[i % len].
     provers: Provers,
-    /// B in G2 and the join run after the prover slot is given back.
-    split: bool,
+    /// Where B in G2 and the join run.
+    finish: Finish,
     workers: usize,
     limits: Mutex<Limits>,
     state: Mutex<State>,
@@ -217,9 +218,8 @@ impl Concurrency {
 pub struct Proving {
     pub pipeline: Arc<pipeline::Pipeline>,
     pub provers: Provers,
-    /// B in G2 and the join after the prover slot is given back (the next partition's device
-    /// work begins meanwhile). Off only to measure the difference (`cuzk bench pipeline`).
-    pub split: bool,
+    /// Where B in G2 and the join run (`proving.finish`).
+    pub finish: Finish,
     pub workers: usize,
     /// PCE files (None: every partition on the full path).
     pub pce: Option<Arc<PceStore>>,
@@ -238,7 +238,7 @@ impl Engine {
         let Proving {
             pipeline,
             provers,
-            split,
+            finish,
             workers,
             pce,
         } = proving;
@@ -247,7 +247,7 @@ impl Engine {
             ledger: Ledger::new(metrics.clone()),
             pipeline,
             provers,
-            split,
+            finish,
             store,
             metrics,
             workers,
@@ -765,7 +765,7 @@ impl Inner {
             ledger: &self.ledger,
             backends: &self.provers.backends,
             metrics: &self.metrics,
-            split: self.split,
+            finish: self.finish,
             priority: urgency,
             estimate,
         };

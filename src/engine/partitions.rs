@@ -5,9 +5,9 @@
 //! what they report. A partition that fails stops the others at their next step; the first
 //! failure is the job's.
 //!
-//! With `split`, the prover slot is given back once a partition's device work (h, the G1 MSMs)
-//! is done: B in G2 and the join run beside the next partition's device work, holding only B's
-//! scalars (the reservation shrinks to them; the ledger's `finalizing` stage).
+//! Unless [`Finish::Held`], the prover slot is given back once a partition's G1 work (h, the G1
+//! MSMs) is done: B in G2 and the join run beside the next partition's device work, holding only
+//! B's scalars (the reservation shrinks to them; the ledger's `finalizing` stage).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +24,7 @@ use super::pipeline::{Pipeline, Reservation};
 use super::sets::Loaded;
 use super::{internal, lock, refused, Ending};
 use crate::circuits::ProofJob;
-use crate::groth16::{prove_start, Backend, Proof};
+use crate::groth16::{prove_start, Backend, CpuBackend, Proof};
 use crate::metrics::Metrics;
 use crate::pce::Pce;
 use crate::srs::Srs;
@@ -53,6 +53,31 @@ impl Step {
     }
 }
 
+/// Where a partition's last part, B in G2 and the join, runs.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Finish {
+    /// On the prover's backend, the prover slot held throughout.
+    Held,
+    /// On the prover's backend, the slot given back first: the next partition's device work
+    /// begins meanwhile.
+    #[default]
+    Prover,
+    /// On the host's cores, the slot given back first: the device takes the next partition
+    /// while the CPU does B in G2.
+    Cpu,
+}
+
 /// What a running job shows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Report {
@@ -76,8 +101,7 @@ pub struct Partitions<'a> {
     /// Prover slot i proves on `backends[i % len]`.
     pub backends: &'a [Arc<dyn Backend>],
     pub metrics: &'a Metrics,
-    /// B in G2 and the join after the prover slot is given back.
-    pub split: bool,
+    pub finish: Finish,
     pub priority: u8,
     /// Bytes reserved for each partition until it reaches the prover.
     pub estimate: u64,
@@ -310,16 +334,15 @@ impl Partitions<'_> {
         let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
         let started = prove_start(backend.as_ref(), run.srs, synth, r, s).map_err(failed)?;
         // Split: the next partition's device work starts now, beside this one's finish.
-        let slot = if self.split {
-            drop(slot);
-            None
-        } else {
-            Some(slot)
+        let (slot, finisher): (_, &dyn Backend) = match self.finish {
+            Finish::Held => (Some(slot), backend.as_ref()),
+            Finish::Prover => (None, backend.as_ref()),
+            Finish::Cpu => (None, &CpuBackend),
         };
         let left = started.heap_bytes();
         let entry = entry.move_to(Stage::Finalizing, left);
         reservation.shrink_to(left as u64);
-        let (proof, timings) = started.finish(backend.as_ref(), run.srs).map_err(failed)?;
+        let (proof, timings) = started.finish(finisher, run.srs).map_err(failed)?;
         drop((entry, slot, reservation));
         let secs = timings.total.as_secs_f64();
         self.metrics
@@ -512,7 +535,7 @@ mod tests {
         partitions: usize,
         fails: Option<usize>,
         depth: usize,
-        split: bool,
+        finish: Finish,
         cancel_after: Option<Duration>,
     ) -> Outcome {
         let log = Arc::new(Log::default());
@@ -535,7 +558,7 @@ mod tests {
             ledger: &ledger,
             backends: &backends,
             metrics: &metrics,
-            split,
+            finish,
             priority: 2,
             estimate: 1 << 20,
         };
@@ -554,11 +577,15 @@ mod tests {
             })
         });
         // Whatever happened, nothing stays in the ledger or the budget.
-        assert!(ledger.snapshot().iter().all(|c| c.buffers == 0 && c.bytes == 0));
+        assert!(ledger
+            .snapshot()
+            .iter()
+            .all(|c| c.buffers == 0 && c.bytes == 0));
         let snap = pipeline.snapshot();
         assert_eq!((snap.reserved_bytes, snap.ahead_of_prover), (0, 0));
         if let Ok(proofs) = &result {
-            job.finish(proofs).expect("every partition's proof verifies");
+            job.finish(proofs)
+                .expect("every partition's proof verifies");
         }
         let log = std::mem::take(&mut *lock(&log));
         Outcome {
@@ -568,7 +595,10 @@ mod tests {
         }
     }
 
-    fn intervals(log: &[(&'static str, usize, Instant, Instant)], what: &str) -> Vec<(Instant, Instant)> {
+    fn intervals(
+        log: &[(&'static str, usize, Instant, Instant)],
+        what: &str,
+    ) -> Vec<(Instant, Instant)> {
         log.iter()
             .filter(|e| e.0 == what)
             .map(|e| (e.2, e.3))
@@ -587,7 +617,7 @@ mod tests {
     #[test]
     fn a_jobs_partitions_synthesize_at_once_up_to_the_depth_and_all_verify_fake_slow_synthesis() {
         let bench = bench();
-        let out = run(&bench, 5, None, 3, true, None);
+        let out = run(&bench, 5, None, 3, Finish::Prover, None);
         let proofs = out.result.unwrap_or_else(|_| panic!("the job failed"));
         assert_eq!(proofs.len(), 5);
         let synth = intervals(&out.log, "synthesis");
@@ -612,20 +642,24 @@ mod tests {
     }
 
     #[test]
-    fn with_the_split_the_next_partitions_device_work_begins_while_b_in_g2_finishes_fake_slow_g2()
-    {
+    fn with_the_split_the_next_partitions_device_work_begins_while_b_in_g2_finishes_fake_slow_g2() {
         let bench = bench();
-        for split in [true, false] {
-            let out = run(&bench, 3, None, 3, split, None);
-            assert!(out.result.is_ok(), "split {split}: the job failed");
+        for finish in [Finish::Prover, Finish::Held, Finish::Cpu] {
+            let out = run(&bench, 3, None, 3, finish, None);
+            assert!(out.result.is_ok(), "{finish:?}: the job failed");
             let g2 = intervals(&out.log, "g2");
             let h = intervals(&out.log, "h");
+            if finish == Finish::Cpu {
+                // B in G2 went to the CPU backend, not the prover's.
+                assert_eq!((g2.len(), h.len()), (0, 3));
+                continue;
+            }
             assert_eq!((g2.len(), h.len()), (3, 3));
             let h_during_g2 = h
                 .iter()
                 .filter(|(start, _)| g2.iter().any(|(a, b)| a < start && start < b))
                 .count();
-            if split {
+            if finish == Finish::Prover {
                 assert!(h_during_g2 >= 1, "no h began while B in G2 ran");
             } else {
                 assert_eq!(h_during_g2, 0, "the slot is held through B in G2");
@@ -636,7 +670,7 @@ mod tests {
     #[test]
     fn a_failing_partition_fails_the_job_and_stops_the_others() {
         let bench = bench();
-        let out = run(&bench, 6, Some(1), 2, true, None);
+        let out = run(&bench, 6, Some(1), 2, Finish::Prover, None);
         match out.result {
             Err(Ending::Failed(e)) => {
                 assert_eq!(e.kind, "synthesis-failed");
@@ -661,7 +695,14 @@ mod tests {
     #[test]
     fn a_cancelled_job_stops_at_its_partitions_next_step() {
         let bench = bench();
-        let out = run(&bench, 8, None, 2, true, Some(Duration::from_millis(400)));
+        let out = run(
+            &bench,
+            8,
+            None,
+            2,
+            Finish::Prover,
+            Some(Duration::from_millis(400)),
+        );
         assert!(matches!(out.result, Err(Ending::Cancelled)));
         let proved = intervals(&out.log, "g2").len();
         assert!(proved < 8, "all {proved} partitions were proved");
