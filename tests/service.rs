@@ -327,7 +327,7 @@ fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
         1.0
     );
     assert!(sample(&m, "cuzk_jobs", ("state", "done")) >= 1.0);
-    for stage in ["synthesizing", "synthesized", "proving"] {
+    for stage in ["synthesizing", "synthesized", "proving", "finalizing"] {
         assert_eq!(sample(&m, "cuzk_ledger_buffers", ("stage", stage)), 0.0);
         assert_eq!(sample(&m, "cuzk_ledger_bytes", ("stage", stage)), 0.0);
     }
@@ -746,7 +746,7 @@ fn three_poreps_and_a_winning_post_under_a_low_budget_queue_verify_and_stay_unde
         "{most_held} bytes held, budget {budget}"
     );
     let m = scrape(&server);
-    for stage in ["synthesizing", "synthesized", "proving"] {
+    for stage in ["synthesizing", "synthesized", "proving", "finalizing"] {
         assert_eq!(sample(&m, "cuzk_ledger_buffers", ("stage", stage)), 0.0);
         assert_eq!(sample(&m, "cuzk_ledger_bytes", ("stage", stage)), 0.0);
     }

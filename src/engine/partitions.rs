@@ -334,10 +334,15 @@ impl Partitions<'_> {
         let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
         let started = prove_start(backend.as_ref(), run.srs, synth, r, s).map_err(failed)?;
         // Split: the next partition's device work starts now, beside this one's finish.
-        let (slot, finisher): (_, &dyn Backend) = match self.finish {
-            Finish::Held => (Some(slot), backend.as_ref()),
-            Finish::Prover => (None, backend.as_ref()),
-            Finish::Cpu => (None, &CpuBackend),
+        let finisher: &dyn Backend = match self.finish {
+            Finish::Held | Finish::Prover => backend.as_ref(),
+            Finish::Cpu => &CpuBackend,
+        };
+        let slot = if self.finish == Finish::Held {
+            Some(slot)
+        } else {
+            drop(slot);
+            None
         };
         let left = started.heap_bytes();
         let entry = entry.move_to(Stage::Finalizing, left);
