@@ -85,7 +85,7 @@ pub enum BenchCommand {
         #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
         pce_dir: PathBuf,
         /// Where B in G2 and the join run (proving.finish).
-        #[arg(long, value_enum, default_value = "prover")]
+        #[arg(long, value_enum, default_value = "cpu")]
         finish: crate::engine::Finish,
         #[command(flatten)]
         params: ParamsLocation,

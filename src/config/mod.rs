@@ -91,9 +91,9 @@ pub struct ProvingConfig {
     pub backend: BackendChoice,
     /// GPU ordinals to prove on (empty: all).
     pub gpus: Vec<usize>,
-    /// Where a partition's B in G2 and the join run: prover (its backend, after the prover
-    /// slot is given back), cpu (the host, after the slot is given back), held (its backend,
-    /// the slot held).
+    /// Where a partition's B in G2 and the join run: cpu (the host, after the prover slot is
+    /// given back), prover (its backend, after the slot is given back), held (its backend, the
+    /// slot held).
     pub finish: Finish,
     /// Synthesize through pre-compiled constraint evaluators (<data_dir>/pce), extracted in the
     /// background the first time a circuit is proved.

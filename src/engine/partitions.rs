@@ -70,11 +70,12 @@ pub enum Finish {
     /// On the prover's backend, the prover slot held throughout.
     Held,
     /// On the prover's backend, the slot given back first: the next partition's device work
-    /// begins meanwhile.
-    #[default]
+    /// begins meanwhile (and shares the device with it).
     Prover,
     /// On the host's cores, the slot given back first: the device takes the next partition
-    /// while the CPU does B in G2.
+    /// while the CPU does B in G2. The fastest here: 8 2 KiB PoRep jobs on one H200 and 16
+    /// cores, 3561 proofs/h against 3214 (prover) and 3070 (held), two runs each alternating.
+    #[default]
     Cpu,
 }
 
