@@ -87,6 +87,10 @@ pub enum BenchCommand {
         /// Where B in G2 and the join run (proving.finish).
         #[arg(long, value_enum, default_value = "cpu")]
         finish: crate::engine::Finish,
+        /// Upload the parameter set's bases to the GPU for every MSM instead of keeping them
+        /// resident (to measure the difference).
+        #[arg(long)]
+        no_resident_bases: bool,
         #[command(flatten)]
         params: ParamsLocation,
         #[command(flatten)]
@@ -165,11 +169,15 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             no_pce,
             pce_dir,
             finish,
+            no_resident_bases,
             params,
             backend,
         } => {
             params.apply()?;
             let provers = backend.select()?;
+            for b in &provers.backends {
+                b.keep_bases(!no_resident_bases);
+            }
             let request = fresh_sample(kind, sector_size)?;
             let pce = if no_pce {
                 None
@@ -185,6 +193,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                     workers,
                     depth,
                     finish,
+                    resident_bases: !no_resident_bases,
                 },
                 budget_bytes.unwrap_or(0),
                 provers,
@@ -480,6 +489,8 @@ struct Shape {
     workers: usize,
     depth: usize,
     finish: crate::engine::Finish,
+    /// GPU bases kept between proofs.
+    resident_bases: bool,
 }
 
 fn bench_pipeline(
@@ -503,6 +514,7 @@ fn bench_pipeline(
         workers,
         depth,
         finish,
+        resident_bases,
     } = shape;
     let (backend, devices) = (provers.name(), provers.backends.len());
     let backends = provers.backends.clone();
@@ -599,6 +611,7 @@ fn bench_pipeline(
             "peak_reserved_bytes": peak_reserved,
             "peak_parameters_bytes": peak_parameters,
             "finish": finish,
+            "resident_bases": resident_bases,
             "prover_busy_fraction": prover_busy,
             "device_busy_fraction": device_busy,
             "mean_partitions_per_stage": occupancy,

@@ -1,8 +1,13 @@
 //! The GPU backend: our kernels (kernels/*.cu) on one device, driven through cudarc.
 //!
 //! Host buffers go to the device as they are: blstrs keeps scalars and points in Montgomery form
-//! with blst's limb order, which is the kernels' layout. One proof's work runs on a device at a
+//! with blst's limb order, which is the kernels' layout. One call's work runs on a device at a
 //! time; stages are timed (transfers and kernels apart) when `cuzk bench prove` asks.
+//!
+//! The bases of a parameter set's queries stay resident on the device between proofs, keyed by
+//! the set's file ([`SrsId`]), as many sets as fit beside the working memory of the largest
+//! call; the least recently used go first. A query that does not fit is uploaded for its call
+//! alone, as bases outside a parameter set always are.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -17,8 +22,35 @@ use group::Group;
 use serde::Serialize;
 
 use super::msm::MsmStats;
-use super::{Backend, ProveError};
+use super::{Backend, G1Query, ProveError};
 use crate::gpu::{kernels, Gpu, GpuInfo};
+use crate::srs::{Srs, SrsId};
+
+/// A query of a parameter set, as the device keeps it.
+type BasesKey = (SrsId, &'static str);
+
+/// Device copies of parameter-set bases.
+#[derive(Default)]
+struct Resident {
+    entries: Vec<ResidentBases>,
+    /// Counts lookups: the least recently used entry has the smallest `used`.
+    clock: u64,
+    /// Points of the largest query seen: the working memory kept free is sized from it.
+    largest: usize,
+}
+
+struct ResidentBases {
+    key: BasesKey,
+    buf: Arc<CudaSlice<u32>>,
+    bytes: usize,
+    used: u64,
+}
+
+/// Device bytes kept free per point of the largest query: H's three domain-sized vectors, an
+/// MSM's scalars and digits, and the power tables.
+const WORKING_BYTES_PER_POINT: usize = 192;
+/// Plus the MSM buckets (about 1.6 GB at most) and slack.
+const WORKING_BYTES_FIXED: usize = 2 << 30;
 
 /// Time and bytes of one stage of the device work.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -76,6 +108,8 @@ pub struct GpuBackend {
     /// proves forever and must not accumulate them.
     recording: std::sync::atomic::AtomicBool,
     stages: Mutex<Vec<StageTime>>,
+    resident: Mutex<Resident>,
+    keep_bases: std::sync::atomic::AtomicBool,
 }
 
 impl GpuBackend {
@@ -113,6 +147,8 @@ impl GpuBackend {
             busy_ns: std::sync::atomic::AtomicU64::new(0),
             recording: std::sync::atomic::AtomicBool::new(false),
             stages: Mutex::new(Vec::new()),
+            resident: Mutex::new(Resident::default()),
+            keep_bases: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -259,9 +295,83 @@ impl GpuBackend {
         Ok(a)
     }
 
+    /// The device copy of `bases` (a whole query) under `key`, uploaded now if missing; None if
+    /// it cannot fit beside the working memory even after the other entries are let go.
+    fn resident<T: Words>(
+        &self,
+        key: BasesKey,
+        bases: &[T],
+    ) -> Result<Option<Arc<CudaSlice<u32>>>, DriverError> {
+        let mut r = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        r.clock += 1;
+        let now = r.clock;
+        if let Some(e) = r.entries.iter_mut().find(|e| e.key == key) {
+            e.used = now;
+            return Ok(Some(e.buf.clone()));
+        }
+        r.largest = r.largest.max(bases.len());
+        let bytes = std::mem::size_of_val(bases);
+        let keep_free = WORKING_BYTES_PER_POINT * r.largest + WORKING_BYTES_FIXED;
+        loop {
+            let (free, _) = self.stream.context().mem_get_info()?;
+            if free >= bytes + keep_free {
+                break;
+            }
+            let Some(lru) = (0..r.entries.len()).min_by_key(|&i| r.entries[i].used) else {
+                tracing::info!(
+                    gpu = self.info.ordinal,
+                    query = key.1,
+                    bytes,
+                    free,
+                    "bases do not fit on the device: uploaded per call"
+                );
+                return Ok(None);
+            };
+            let gone = r.entries.swap_remove(lru);
+            tracing::info!(
+                gpu = self.info.ordinal,
+                query = gone.key.1,
+                bytes = gone.bytes,
+                "resident bases let go for room"
+            );
+            drop(gone);
+            // Frees are ordered on the stream: let them land before asking again.
+            self.stream.synchronize()?;
+        }
+        let clock = Instant::now();
+        let buf = Arc::new(self.stream.clone_htod(words(bases))?);
+        self.record(
+            format!("bases {} (resident).upload", key.1),
+            clock,
+            bytes as u64,
+        )?;
+        tracing::info!(
+            gpu = self.info.ordinal,
+            query = key.1,
+            bytes,
+            "bases resident on the device"
+        );
+        r.entries.push(ResidentBases {
+            key,
+            buf: buf.clone(),
+            bytes,
+            used: now,
+        });
+        Ok(Some(buf))
+    }
+
+    /// Bytes of bases resident on the device.
+    pub fn resident_bytes(&self) -> usize {
+        let r = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        r.entries.iter().map(|e| e.bytes).sum()
+    }
+
+    /// Σ scalars·bases on the device; with `key`, `bases` is that whole query and stays
+    /// resident.
     fn msm_on_device<C: GpuCurve>(
         &self,
         bases: &[C::Affine],
+        key: Option<BasesKey>,
         scalars: &[Scalar],
     ) -> Result<(C, MsmStats), GpuError> {
         let n = scalars.len();
@@ -279,10 +389,28 @@ impl GpuBackend {
         let label = format!("msm_{} ({n} points)", C::NAME);
         let _busy = self.occupy();
 
+        let resident = match key {
+            Some(key) if self.keep_bases.load(std::sync::atomic::Ordering::Relaxed) => {
+                self.resident(key, bases)?
+            }
+            _ => None,
+        };
         let clock = Instant::now();
-        let db = self.stream.clone_htod(words(&bases[..n]))?;
+        let transient;
+        let db: &CudaSlice<u32> = match &resident {
+            Some(buf) => buf,
+            None => {
+                transient = self.stream.clone_htod(words(&bases[..n]))?;
+                &transient
+            }
+        };
         let ds = self.stream.clone_htod(words(scalars))?;
-        let bytes = (n * (std::mem::size_of::<C::Affine>() + 32)) as u64;
+        let base_bytes = if resident.is_some() {
+            0
+        } else {
+            n * std::mem::size_of::<C::Affine>()
+        };
+        let bytes = (base_bytes + n * 32) as u64;
         let clock = self.record(format!("{label}.upload"), clock, bytes)?;
 
         // SAFETY: msm_digits writes every one of the windows * n digits.
@@ -295,8 +423,8 @@ impl GpuBackend {
         // SAFETY: the bucket kernel initializes every bucket and writes every result.
         let mut buckets = unsafe { self.stream.alloc::<u32>(buckets_len) }?;
         let mut results = unsafe { self.stream.alloc::<u32>(threads * C::XYZZ_WORDS) }?;
-        launch!(self, C::buckets(&self.k), threads, 128; &db, &digits, &n32, &shape.c, &shape.windows, &shape.groups, &mut buckets, &mut results);
-        drop((buckets, digits, db));
+        launch!(self, C::buckets(&self.k), threads, 128; db, &digits, &n32, &shape.c, &shape.windows, &shape.groups, &mut buckets, &mut results);
+        drop((buckets, digits));
         let mut half = shape.groups / 2;
         while half > 0 {
             launch!(self, C::reduce(&self.k), (half * shape.windows) as usize, 128; &mut results, &shape.windows, &half);
@@ -389,7 +517,7 @@ impl Backend for GpuBackend {
         bases: &[G1Affine],
         scalars: &[Scalar],
     ) -> Result<(G1Projective, MsmStats), ProveError> {
-        self.msm_on_device(bases, scalars)
+        self.msm_on_device(bases, None, scalars)
             .map_err(|e| e.on(&self.info))
     }
 
@@ -398,12 +526,40 @@ impl Backend for GpuBackend {
         bases: &[G2Affine],
         scalars: &[Scalar],
     ) -> Result<(G2Projective, MsmStats), ProveError> {
-        self.msm_on_device(bases, scalars)
+        self.msm_on_device(bases, None, scalars)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn msm_g1_query(
+        &self,
+        srs: &Srs,
+        query: G1Query,
+        scalars: &[Scalar],
+    ) -> Result<(G1Projective, MsmStats), ProveError> {
+        self.msm_on_device(query.bases(srs), Some((srs.id, query.name())), scalars)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn msm_b_g2(
+        &self,
+        srs: &Srs,
+        scalars: &[Scalar],
+    ) -> Result<(G2Projective, MsmStats), ProveError> {
+        self.msm_on_device(&srs.b_g2, Some((srs.id, "b_g2")), scalars)
             .map_err(|e| e.on(&self.info))
     }
 
     fn stage_times(&self) -> Vec<StageTime> {
         std::mem::take(&mut *self.stages.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn keep_bases(&self, on: bool) {
+        self.keep_bases
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        if !on {
+            let mut r = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+            r.entries.clear();
+        }
     }
 
     fn device_busy(&self) -> Option<std::time::Duration> {

@@ -19,6 +19,37 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 use msm::MsmStats;
 
+use crate::srs::Srs;
+
+/// A G1 base query of a parameter set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum G1Query {
+    H,
+    L,
+    A,
+    BG1,
+}
+
+impl G1Query {
+    pub fn bases(self, srs: &Srs) -> &[G1Affine] {
+        match self {
+            G1Query::H => &srs.h,
+            G1Query::L => &srs.l,
+            G1Query::A => &srs.a,
+            G1Query::BG1 => &srs.b_g1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            G1Query::H => "h",
+            G1Query::L => "l",
+            G1Query::A => "a",
+            G1Query::BG1 => "b_g1",
+        }
+    }
+}
+
 /// The heavy arithmetic of a proof. Implementations must be exact: the proof they help make is
 /// checked byte for byte against bellperson's.
 pub trait Backend: Send + Sync {
@@ -47,6 +78,26 @@ pub trait Backend: Send + Sync {
         scalars: &[Scalar],
     ) -> Result<(G2Projective, MsmStats), ProveError>;
 
+    /// Σ scalars[i]·bases[i] over `query` of `srs`, in G1. A backend may keep those bases
+    /// where it computes between proofs (keyed by [`Srs::id`]); by default [`Backend::msm_g1`].
+    fn msm_g1_query(
+        &self,
+        srs: &Srs,
+        query: G1Query,
+        scalars: &[Scalar],
+    ) -> Result<(G1Projective, MsmStats), ProveError> {
+        self.msm_g1(query.bases(srs), scalars)
+    }
+
+    /// Σ scalars[i]·bases[i] over B's G2 bases of `srs`, likewise.
+    fn msm_b_g2(
+        &self,
+        srs: &Srs,
+        scalars: &[Scalar],
+    ) -> Result<(G2Projective, MsmStats), ProveError> {
+        self.msm_g2(&srs.b_g2, scalars)
+    }
+
     /// Device stage times (transfers, kernels) recorded since the last call; empty on the CPU.
     fn stage_times(&self) -> Vec<StageTime> {
         Vec::new()
@@ -54,6 +105,10 @@ pub trait Backend: Send + Sync {
 
     /// Starts (or stops) keeping device stage times for [`Backend::stage_times`].
     fn record_stages(&self, _on: bool) {}
+
+    /// Whether parameter-set bases may stay on the device between proofs (on by default; off
+    /// only to measure the difference).
+    fn keep_bases(&self, _on: bool) {}
 
     /// How long the device has been doing this backend's work since it started; None on the
     /// CPU, which has no device to keep busy.

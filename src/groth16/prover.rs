@@ -13,7 +13,7 @@ use group::{prime::PrimeCurveAffine, Curve};
 use serde::Serialize;
 
 use super::msm::MsmStats;
-use super::{Backend, Proof, ProveError};
+use super::{Backend, G1Query, Proof, ProveError};
 use crate::srs::Srs;
 use crate::synth::{Density, SynthesizedProof};
 
@@ -120,19 +120,19 @@ pub fn prove_start(
     }
 
     let clock = Instant::now();
-    let (h_sum, _) = backend.msm_g1(&srs.h, &h)?;
+    let (h_sum, _) = backend.msm_g1_query(srs, G1Query::H, &h)?;
     t.msm_h = clock.elapsed();
     drop(h);
 
     let clock = Instant::now();
-    let (l_sum, l_stats) = backend.msm_g1(&srs.l, &aux)?;
+    let (l_sum, l_stats) = backend.msm_g1_query(srs, G1Query::L, &aux)?;
     t.msm_l = clock.elapsed();
     t.l_scalars = l_stats;
 
     // A: every input, then the aux variables in A's density.
     let clock = Instant::now();
     let a_scalars = concat_dense(&inputs, None, &aux, &a_aux_density);
-    let (a_sum, a_stats) = backend.msm_g1(&srs.a, &a_scalars)?;
+    let (a_sum, a_stats) = backend.msm_g1_query(srs, G1Query::A, &a_scalars)?;
     drop(a_scalars);
     t.msm_a = clock.elapsed();
     t.a_scalars = a_stats;
@@ -141,7 +141,7 @@ pub fn prove_start(
     let b_scalars = concat_dense(&inputs, Some(&b_input_density), &aux, &b_aux_density);
     drop((inputs, aux));
     let clock = Instant::now();
-    let (b_g1_sum, b_stats) = backend.msm_g1(&srs.b_g1, &b_scalars)?;
+    let (b_g1_sum, b_stats) = backend.msm_g1_query(srs, G1Query::BG1, &b_scalars)?;
     t.msm_b_g1 = clock.elapsed();
     t.b_scalars = b_stats;
     t.total = start.elapsed();
@@ -185,7 +185,7 @@ impl Started {
         let vk = &srs.vk;
         let waited = started.elapsed();
         let clock = Instant::now();
-        let (b_g2_sum, _) = backend.msm_g2(&srs.b_g2, &b_scalars)?;
+        let (b_g2_sum, _) = backend.msm_b_g2(srs, &b_scalars)?;
         drop(b_scalars);
         timings.msm_b_g2 = clock.elapsed();
 

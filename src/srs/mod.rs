@@ -46,8 +46,21 @@ pub enum SrsError {
     TrailingBytes { path: PathBuf, extra: usize },
 }
 
+/// Which file a set was read from: device, inode, length and modification time. Parameter files
+/// are written once and renamed into place, so one identity is one content: backends may key
+/// copies of the bases by it and keep them across reads of the same file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SrsId {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+}
+
 /// A Groth16 proving key, decoded into memory.
 pub struct Srs {
+    /// The file it was read from.
+    pub id: SrsId,
     pub vk: VerifyingKey<Bls12>,
     /// Powers for the quotient polynomial h: n - 1 of them for a domain of n.
     pub h: Vec<G1Affine>,
@@ -86,6 +99,19 @@ impl Srs {
             path: path.to_owned(),
             source,
         })?;
+        let meta = file.metadata().map_err(|source| SrsError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let id = {
+            use std::os::unix::fs::MetadataExt;
+            SrsId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                len: meta.len(),
+                mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            }
+        };
         let mut r = Reader {
             path,
             bytes: &map,
@@ -99,6 +125,7 @@ impl Srs {
         let b_g2 = r.g2_section("b_g2")?;
         r.finish()?;
         Ok(Srs {
+            id,
             vk,
             h,
             l,
