@@ -249,6 +249,8 @@ impl GpuBackend {
             return Ok(Vec::new());
         }
         let _busy = self.occupy();
+        // a, b, c over the domain, the power tables, slack.
+        self.room_for_call(3 * n * 32 + (256 << 20), None)?;
         let clock = Instant::now();
         let bytes = (3 * a.len() * 32) as u64;
         let mut da = self.upload(&a, n * 8)?;
@@ -312,31 +314,14 @@ impl GpuBackend {
         r.largest = r.largest.max(bases.len());
         let bytes = std::mem::size_of_val(bases);
         let keep_free = WORKING_BYTES_PER_POINT * r.largest + WORKING_BYTES_FIXED;
-        loop {
-            let (free, _) = self.stream.context().mem_get_info()?;
-            if free >= bytes + keep_free {
-                break;
-            }
-            let Some(lru) = (0..r.entries.len()).min_by_key(|&i| r.entries[i].used) else {
-                tracing::info!(
-                    gpu = self.info.ordinal,
-                    query = key.1,
-                    bytes,
-                    free,
-                    "bases do not fit on the device: uploaded per call"
-                );
-                return Ok(None);
-            };
-            let gone = r.entries.swap_remove(lru);
+        if !self.make_room(&mut r, bytes + keep_free, None)? {
             tracing::info!(
                 gpu = self.info.ordinal,
-                query = gone.key.1,
-                bytes = gone.bytes,
-                "resident bases let go for room"
+                query = key.1,
+                bytes,
+                "bases do not fit on the device: uploaded per call"
             );
-            drop(gone);
-            // Frees are ordered on the stream: let them land before asking again.
-            self.stream.synchronize()?;
+            return Ok(None);
         }
         let clock = Instant::now();
         let buf = Arc::new(self.stream.clone_htod(words(bases))?);
@@ -358,6 +343,50 @@ impl GpuBackend {
             used: now,
         });
         Ok(Some(buf))
+    }
+
+    /// Lets resident bases go, least recently used first and never `keep`, until `needed` bytes
+    /// are free on the device; whether they are.
+    fn make_room(
+        &self,
+        r: &mut Resident,
+        needed: usize,
+        keep: Option<BasesKey>,
+    ) -> Result<bool, DriverError> {
+        loop {
+            let (free, _) = self.stream.context().mem_get_info()?;
+            if free >= needed {
+                return Ok(true);
+            }
+            let lru = (0..r.entries.len())
+                .filter(|&i| Some(r.entries[i].key) != keep)
+                .min_by_key(|&i| r.entries[i].used);
+            let Some(lru) = lru else {
+                return Ok(false);
+            };
+            let gone = r.entries.swap_remove(lru);
+            tracing::info!(
+                gpu = self.info.ordinal,
+                query = gone.key.1,
+                bytes = gone.bytes,
+                free,
+                needed,
+                "resident bases let go for room"
+            );
+            drop(gone);
+            // Frees are ordered on the stream: let them land before asking again.
+            self.stream.synchronize()?;
+        }
+    }
+
+    /// Room for one call's working memory, resident bases (but `keep`) let go if needed. A call
+    /// that still does not fit (another process holds the memory) fails at its allocation.
+    fn room_for_call(&self, needed: usize, keep: Option<BasesKey>) -> Result<(), DriverError> {
+        let mut r = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        if r.entries.is_empty() {
+            return Ok(());
+        }
+        self.make_room(&mut r, needed, keep).map(|_| ())
     }
 
     /// Bytes of bases resident on the device.
@@ -395,6 +424,20 @@ impl GpuBackend {
             }
             _ => None,
         };
+        let threads = (shape.groups * shape.windows) as usize;
+        let buckets_len = (1usize << (shape.c - 1)) * threads * C::XYZZ_WORDS;
+        let transient_bytes = if resident.is_some() {
+            0
+        } else {
+            n * std::mem::size_of::<C::Affine>()
+        };
+        // Scalars, digits, buckets and results, the bases if not resident, slack.
+        let working = n * 32
+            + shape.windows as usize * n * 2
+            + (buckets_len + threads * C::XYZZ_WORDS) * 4
+            + transient_bytes
+            + (64 << 20);
+        self.room_for_call(working, key)?;
         let clock = Instant::now();
         let transient;
         let db: &CudaSlice<u32> = match &resident {
@@ -405,12 +448,7 @@ impl GpuBackend {
             }
         };
         let ds = self.stream.clone_htod(words(scalars))?;
-        let base_bytes = if resident.is_some() {
-            0
-        } else {
-            n * std::mem::size_of::<C::Affine>()
-        };
-        let bytes = (base_bytes + n * 32) as u64;
+        let bytes = (transient_bytes + n * 32) as u64;
         let clock = self.record(format!("{label}.upload"), clock, bytes)?;
 
         // SAFETY: msm_digits writes every one of the windows * n digits.
@@ -418,8 +456,6 @@ impl GpuBackend {
         let mut counts = self.stream.alloc_zeros::<u32>(2)?;
         launch!(self, &self.k.digits, n, 256; &ds, &n32, &shape.c, &shape.windows, &mut digits, &mut counts);
         drop(ds);
-        let threads = (shape.groups * shape.windows) as usize;
-        let buckets_len = (1usize << (shape.c - 1)) * threads * C::XYZZ_WORDS;
         // SAFETY: the bucket kernel initializes every bucket and writes every result.
         let mut buckets = unsafe { self.stream.alloc::<u32>(buckets_len) }?;
         let mut results = unsafe { self.stream.alloc::<u32>(threads * C::XYZZ_WORDS) }?;

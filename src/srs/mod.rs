@@ -46,15 +46,17 @@ pub enum SrsError {
     TrailingBytes { path: PathBuf, extra: usize },
 }
 
-/// Which file a set was read from: device, inode, length and modification time. Parameter files
-/// are written once and renamed into place, so one identity is one content: backends may key
-/// copies of the bases by it and keep them across reads of the same file.
+/// Which file a set was read from: device, inode, length, modification and change times.
+/// Parameter files are written once and renamed into place, and no tool sets a change time, so
+/// one identity is one content: backends may key copies of the bases by it and keep them across
+/// reads of the same file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SrsId {
     dev: u64,
     ino: u64,
     len: u64,
     mtime_ns: i128,
+    ctime_ns: i128,
 }
 
 /// A Groth16 proving key, decoded into memory.
@@ -110,6 +112,7 @@ impl Srs {
                 ino: meta.ino(),
                 len: meta.len(),
                 mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+                ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
             }
         };
         let mut r = Reader {
