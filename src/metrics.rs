@@ -2,7 +2,8 @@
 //! _total), plus the standard process collector (RSS, CPU, file descriptors).
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 use crate::circuits::ProofKind;
@@ -43,6 +44,8 @@ pub struct Metrics {
     pub pce_load_seconds: HistogramVec,
     /// Budget bytes held by loaded PCEs now (set when scraped).
     pub pce_bytes: prometheus::IntGauge,
+    /// Seconds of device work per GPU (brought up to date when scraped).
+    pub gpu_busy_seconds: CounterVec,
 }
 
 /// Buckets from 10 ms to about 45 minutes.
@@ -90,6 +93,20 @@ impl Metrics {
             c
         };
         let m = Metrics {
+            gpu_busy_seconds: {
+                let c = CounterVec::new(
+                    Opts::new(
+                        "cuzk_gpu_busy_seconds_total",
+                        "Seconds each GPU spent on proving work (rate() is its busy fraction)",
+                    ),
+                    &["gpu"],
+                )
+                .expect("valid metric");
+                registry
+                    .register(Box::new(c.clone()))
+                    .expect("unique metric");
+                c
+            },
             syntheses: counter_by(
                 "cuzk_syntheses_total",
                 "Partitions synthesized, by path: pce (witness + SpMV) or full",
@@ -202,6 +219,18 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition of every series.
+    /// Brings GPU `ordinal`'s busy counter up to `seconds`, its device work so far (a counter
+    /// only rises: a smaller total is ignored).
+    pub fn gpu_busy(&self, ordinal: usize, seconds: f64) {
+        let counter = self
+            .gpu_busy_seconds
+            .with_label_values(&[&ordinal.to_string()]);
+        let behind = seconds - counter.get();
+        if behind > 0.0 {
+            counter.inc_by(behind);
+        }
+    }
+
     pub fn render(&self) -> String {
         let mut out = Vec::new();
         TextEncoder::new()
@@ -214,5 +243,28 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_busy_counters_follow_each_devices_total_and_never_fall() {
+        let m = Metrics::new();
+        m.gpu_busy(0, 1.5);
+        m.gpu_busy(1, 0.25);
+        m.gpu_busy(0, 2.0);
+        m.gpu_busy(0, 1.0);
+        let text = m.render();
+        assert!(
+            text.contains("cuzk_gpu_busy_seconds_total{gpu=\"0\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cuzk_gpu_busy_seconds_total{gpu=\"1\"} 0.25\n"),
+            "{text}"
+        );
     }
 }

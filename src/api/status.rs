@@ -78,6 +78,9 @@ pub async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.metrics
         .partitions_waiting
         .set(pipeline.waiting_partitions as i64);
+    for gpu in &status.gpus {
+        app.metrics.gpu_busy(gpu.info.ordinal, gpu.busy_seconds);
+    }
     (
         [(
             header::CONTENT_TYPE,

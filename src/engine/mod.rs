@@ -160,7 +160,16 @@ pub struct EngineStatus {
     pub pces_loaded: Vec<LoadedFile>,
     pub pces_extracting: Vec<CircuitId>,
     pub backend: &'static str,
-    pub gpus: Vec<GpuInfo>,
+    pub gpus: Vec<GpuStatus>,
+}
+
+/// A GPU in use, and how long it has been proving.
+#[derive(Debug, Serialize)]
+pub struct GpuStatus {
+    #[serde(flatten)]
+    pub info: GpuInfo,
+    /// Seconds of device work since the service started (its device lock held).
+    pub busy_seconds: f64,
 }
 
 /// A loaded file and the budget bytes it holds.
@@ -428,7 +437,17 @@ impl Engine {
             pces_loaded,
             pces_extracting,
             backend: self.inner.provers.name(),
-            gpus: self.inner.provers.gpus.clone(),
+            gpus: self
+                .inner
+                .provers
+                .gpus
+                .iter()
+                .zip(&self.inner.provers.backends)
+                .map(|(info, backend)| GpuStatus {
+                    info: info.clone(),
+                    busy_seconds: backend.device_busy().unwrap_or_default().as_secs_f64(),
+                })
+                .collect(),
         }
     }
 
