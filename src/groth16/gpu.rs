@@ -389,12 +389,6 @@ impl GpuBackend {
         self.make_room(&mut r, needed, keep).map(|_| ())
     }
 
-    /// Bytes of bases resident on the device.
-    pub fn resident_bytes(&self) -> usize {
-        let r = self.resident.lock().unwrap_or_else(|e| e.into_inner());
-        r.entries.iter().map(|e| e.bytes).sum()
-    }
-
     /// Σ scalars·bases on the device; with `key`, `bases` is that whole query and stays
     /// resident.
     fn msm_on_device<C: GpuCurve>(

@@ -72,7 +72,6 @@ pub struct Started {
     b_g1_sum: G1Projective,
     b_scalars: Vec<Scalar>,
     timings: ProveTimings,
-    clock: Instant,
 }
 
 impl std::fmt::Debug for Started {
@@ -154,7 +153,6 @@ pub fn prove_start(
         b_g1_sum,
         b_scalars,
         timings: t,
-        clock: Instant::now(),
     })
 }
 
@@ -180,14 +178,12 @@ impl Started {
             b_g1_sum,
             b_scalars,
             mut timings,
-            clock: started,
         } = self;
         let vk = &srs.vk;
-        let waited = started.elapsed();
-        let clock = Instant::now();
+        let begun = Instant::now();
         let (b_g2_sum, _) = backend.msm_b_g2(srs, &b_scalars)?;
         drop(b_scalars);
-        timings.msm_b_g2 = clock.elapsed();
+        timings.msm_b_g2 = begun.elapsed();
 
         let rs = r * s;
         let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + a_sum;
@@ -199,7 +195,7 @@ impl Started {
             + vk.beta_g1 * r
             + h_sum
             + l_sum;
-        timings.total += started.elapsed() - waited;
+        timings.total += begun.elapsed();
         Ok((
             Proof {
                 a: g_a.to_affine(),
