@@ -8,6 +8,7 @@ use prometheus::{
 
 use crate::circuits::ProofKind;
 use crate::jobs::JobState;
+use crate::memory::Purpose;
 
 pub struct Metrics {
     registry: Registry,
@@ -31,8 +32,9 @@ pub struct Metrics {
     pub memory_limit_bytes: prometheus::IntGauge,
     /// Budget bytes held by partition reservations now (set when scraped).
     pub reserved_bytes: prometheus::IntGauge,
-    /// Budget bytes held by loaded parameter sets now (set when scraped).
-    pub parameters_bytes: prometheus::IntGauge,
+    /// Budget bytes held by holds now, by purpose: loaded parameter sets, loaded PCEs, PCE
+    /// extractions (set when scraped).
+    pub held_bytes: IntGaugeVec,
     /// Partitions waiting for memory or depth to start synthesis (set when scraped).
     pub partitions_waiting: prometheus::IntGauge,
     /// Partitions synthesized, by kind and path (pce, full).
@@ -42,8 +44,6 @@ pub struct Metrics {
     /// Background PCE extractions, by circuit and result (ok, failed).
     pub pce_extractions: IntCounterVec,
     pub pce_load_seconds: HistogramVec,
-    /// Budget bytes held by loaded PCEs now (set when scraped).
-    pub pce_bytes: prometheus::IntGauge,
     /// Seconds of device work per GPU (brought up to date when scraped).
     pub gpu_busy_seconds: CounterVec,
 }
@@ -134,10 +134,6 @@ impl Metrics {
                     .expect("unique metric");
                 h
             },
-            pce_bytes: plain_gauge(
-                "cuzk_memory_pce_bytes",
-                "Budget bytes held by loaded PCEs (part of cuzk_memory_parameters_bytes)",
-            ),
             budget_bytes: plain_gauge("cuzk_memory_budget_bytes", "Bytes the appliance may hold"),
             memory_limit_bytes: plain_gauge(
                 "cuzk_memory_limit_bytes",
@@ -147,9 +143,10 @@ impl Metrics {
                 "cuzk_memory_reserved_bytes",
                 "Budget bytes held by partition reservations",
             ),
-            parameters_bytes: plain_gauge(
-                "cuzk_memory_parameters_bytes",
-                "Budget bytes held by loaded sets: Groth16 parameters, PCEs and PCE extractions",
+            held_bytes: gauge(
+                "cuzk_memory_held_bytes",
+                "Budget bytes held outside partitions, by purpose: parameters (loaded Groth16 parameter sets), pce (loaded PCEs), pce-extraction",
+                &["purpose"],
             ),
             partitions_waiting: plain_gauge(
                 "cuzk_partitions_waiting",
@@ -199,6 +196,9 @@ impl Metrics {
             ))
             .expect("unique metric");
         // Every series exists from the start, so that dashboards and alerts see zeros.
+        for purpose in Purpose::ALL {
+            m.held_bytes.with_label_values(&[purpose.as_str()]);
+        }
         for kind in ProofKind::ALL {
             for state in JobState::ALL {
                 m.jobs.with_label_values(&[kind.as_str(), state.as_str()]);
@@ -211,14 +211,9 @@ impl Metrics {
                     .with_label_values(&[kind.as_str(), path.as_str()]);
             }
         }
-        for stage in crate::engine::Stage::ALL {
-            m.ledger_buffers.with_label_values(&[stage.as_str()]);
-            m.ledger_bytes.with_label_values(&[stage.as_str()]);
-        }
         m
     }
 
-    /// The Prometheus text exposition of every series.
     /// Brings GPU `ordinal`'s busy counter up to `seconds`, its device work so far (a counter
     /// only rises: a smaller total is ignored).
     pub fn gpu_busy(&self, ordinal: usize, seconds: f64) {
@@ -231,6 +226,7 @@ impl Metrics {
         }
     }
 
+    /// The Prometheus text exposition of every series.
     pub fn render(&self) -> String {
         let mut out = Vec::new();
         TextEncoder::new()

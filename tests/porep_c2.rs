@@ -6,8 +6,9 @@ mod common;
 use base64::Engine as _;
 use blstrs::Scalar;
 use common::*;
+use cuzk::circuits::oracle::Oracle;
 use cuzk::circuits::porep::PoRepC2;
-use cuzk::circuits::{prover_id_from_miner, ProofJob};
+use cuzk::circuits::{prover_id_from_miner, CircuitError, ProofJob};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -145,8 +146,11 @@ fn porep_partition_is_byte_identical_to_bellperson() {
         SECTOR_NUMBER.into(),
     )
     .unwrap();
-    let path = job.params_path();
-    assert_eq!(path, PROOF.cache_params_path().unwrap());
+    // The parameter file is the one filecoin-proofs names for the proof type.
+    assert_eq!(
+        parameter_files(&job).params,
+        PROOF.cache_params_path().unwrap()
+    );
     let mut rng = ChaCha8Rng::seed_from_u64(99);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
 
@@ -155,6 +159,27 @@ fn porep_partition_is_byte_identical_to_bellperson() {
     assert_eq!(synth.num_constraints(), 2_687_961);
     drop(synth);
     let ours = assert_identical_to_bellperson(&job, 0, r, s);
-    job.finish(&[ours])
-        .expect("filecoin-proofs verifies the proof");
+    let vk = verifying_key(&job);
+    let bytes = job
+        .finish(std::slice::from_ref(&ours), &vk)
+        .expect("the proof verifies");
+    // What cuzk accepts, filecoin-proofs' verify_seal accepts.
+    assert!(verify_sealed_porep(&bytes, sealed_c1().seed));
+    // And a proof that is not the circuit's is refused.
+    let mut bad = ours;
+    bad.a = bad.c;
+    assert!(matches!(
+        job.finish(&[bad], &vk),
+        Err(CircuitError::Verification(_))
+    ));
+    // bellperson's own proof passes too: the oracle proves the same statement.
+    let params = bellperson::groth16::Parameters::read(
+        std::io::BufReader::new(std::fs::File::open(parameter_files(&job).params).unwrap()),
+        false,
+    )
+    .unwrap();
+    let (r2, s2) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let theirs = job.bellperson_proof(0, &params, r2, s2).unwrap();
+    job.finish(&[theirs], &vk)
+        .expect("bellperson's proof verifies");
 }

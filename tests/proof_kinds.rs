@@ -184,14 +184,53 @@ fn one_partition_of_each_kind_is_byte_identical_to_bellperson() {
             ProofRequest::WinningPost(r) => Some(r.registered_proof.cache_params_path().unwrap()),
             _ => None,
         };
-        let job = request.prepare().unwrap();
+        let job = request.clone().prepare_with_oracle().unwrap();
         if let Some(api_path) = api_path {
-            assert_eq!(job.params_path(), api_path, "{kind}");
+            assert_eq!(parameter_files(job.as_ref()).params, api_path, "{kind}");
         }
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let ours = assert_identical_to_bellperson(job.as_ref(), 0, r, s);
-        job.finish(&[ours])
-            .unwrap_or_else(|e| panic!("{kind}: filecoin-proofs rejects the proof: {e}"));
+        let vk = verifying_key(job.as_ref());
+        let bytes = job
+            .finish(std::slice::from_ref(&ours), &vk)
+            .unwrap_or_else(|e| panic!("{kind}: cuzk's verifier rejects the proof: {e}"));
+        // What cuzk's verifier accepts, filecoin-proofs-api's accepts.
+        let api_accepts = match &request {
+            ProofRequest::SnapDeals(r) => {
+                filecoin_proofs_api::update::verify_empty_sector_update_proof(
+                    r.registered_proof,
+                    &bytes,
+                    r.comm_r_old.0,
+                    r.comm_r_new.0,
+                    r.comm_d_new.0,
+                )
+                .unwrap()
+            }
+            ProofRequest::WinningPost(r) => {
+                let challenged = bincode_sector(&r.vanilla_proofs[0]);
+                let replicas: BTreeMap<_, _> = replicas(&plain, r.registered_proof)
+                    .into_iter()
+                    .filter(|(id, _)| *id == challenged)
+                    .collect();
+                filecoin_proofs_api::post::verify_winning_post(
+                    &r.randomness.0,
+                    &bytes,
+                    &replicas,
+                    prover_id_from_miner(MINER_ID),
+                )
+                .unwrap()
+            }
+            // One partition of several: verify_window_post needs them all (the merging test).
+            _ => true,
+        };
+        assert!(api_accepts, "{kind}: filecoin-proofs-api rejects the proof");
+        // A proof that is not the circuit's is refused.
+        let mut bad = ours;
+        bad.a = bad.c;
+        assert!(
+            matches!(job.finish(&[bad], &vk), Err(CircuitError::Verification(_))),
+            "{kind}: a bad proof passed"
+        );
     }
 }
 

@@ -42,10 +42,16 @@ fn free_port() -> u16 {
 impl Server {
     /// Starts `cuzk serve` on `data` (kept between restarts) with extra environment.
     fn start(data: &Path, env: &[(&str, &str)]) -> Server {
+        Server::start_with(data, env, &[])
+    }
+
+    /// The same with extra arguments to `cuzk serve`.
+    fn start_with(data: &Path, env: &[(&str, &str)], args: &[&str]) -> Server {
         let port = free_port();
         let log = data.with_extension(format!("{port}.log"));
         let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
             .arg("serve")
+            .args(args)
             .env("CUZK_API__LISTEN", format!("127.0.0.1:{port}"))
             .env("CUZK_JOBS__DATA_DIR", data)
             .env("CUZK_PROVING__PARAMS_DIR", params_dir())
@@ -618,6 +624,61 @@ fn notify_socket_gets_ready_status_watchdog_then_stopping() {
 }
 
 #[test]
+fn sighup_names_every_changed_key_that_needs_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cuzk.toml");
+    let write = |depth: u32, max_queued: u32, backend: &str| {
+        let text = format!(
+            "[api]\nmax_queued_jobs = {max_queued}\n\n[proving]\ndepth = {depth}\nbackend = \"{backend}\"\n"
+        );
+        std::fs::write(&file, text).unwrap();
+    };
+    write(2, 5, "cpu");
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &[],
+        &["--config", file.to_str().unwrap()],
+    );
+    let reloads = |server: &Server| server.log_text().matches("configuration reloaded").count();
+    let wait_reload = |server: &Server, n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while reloads(server) < n {
+            assert!(
+                Instant::now() < deadline,
+                "no reload: {}",
+                server.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // A live key alone: applied, nothing to restart for.
+    write(2, 1, "cpu");
+    server.signal("HUP");
+    wait_reload(&server, 1);
+    assert!(
+        !server.log_text().contains("next restart"),
+        "{}",
+        server.log_text()
+    );
+    // Two keys that need a restart, beside the live one: both named, the live one not.
+    write(3, 7, "auto");
+    server.signal("HUP");
+    wait_reload(&server, 2);
+    let log = server.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("next restart"))
+        .unwrap_or_else(|| panic!("no restart warning: {log}"));
+    assert!(
+        line.contains("proving.backend, proving.depth take effect at the next restart"),
+        "{line}"
+    );
+    assert!(!line.contains("changes to api.max_queued_jobs"), "{line}");
+    // /readyz still answers: the service carries on with what it runs.
+    assert_eq!(server.get("/readyz").0, 200);
+}
+
+#[test]
 fn finished_jobs_beyond_the_retention_count_are_deleted() {
     let _serial = one_at_a_time();
     let winning = winning();
@@ -715,7 +776,14 @@ fn three_poreps_and_a_winning_post_under_a_low_budget_queue_verify_and_stay_unde
     loop {
         let (_, st) = server.get_json("/v1/status");
         let p = &st["pipeline"];
-        let held = p["reserved_bytes"].as_u64().unwrap() + p["parameters_bytes"].as_u64().unwrap();
+        let held = p["reserved_bytes"].as_u64().unwrap() + p["held_bytes"].as_u64().unwrap();
+        let by_purpose: u64 = p["held"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(by_purpose, p["held_bytes"].as_u64().unwrap(), "{p}");
         most_held = most_held.max(held);
         saw_waiting |= p["waiting_partitions"].as_u64().unwrap() > 0;
         let done = ids
@@ -751,7 +819,11 @@ fn three_poreps_and_a_winning_post_under_a_low_budget_queue_verify_and_stay_unde
         assert_eq!(sample(&m, "cuzk_ledger_bytes", ("stage", stage)), 0.0);
     }
     assert_eq!(plain(&m, "cuzk_memory_reserved_bytes"), 0.0);
-    assert!(plain(&m, "cuzk_memory_parameters_bytes") <= budget as f64);
+    let held: f64 = ["parameters", "pce", "pce-extraction"]
+        .iter()
+        .map(|p| sample(&m, "cuzk_memory_held_bytes", ("purpose", p)))
+        .sum();
+    assert!(held <= budget as f64, "{held}");
     // The reservation covers what synthesis made (estimated from the circuit's shape).
     let estimated = m.samples.iter().find(|s| {
         s.metric == "cuzk_partition_bytes"
@@ -837,7 +909,7 @@ fn the_first_porep_extracts_the_pce_and_later_ones_synthesize_through_it_across_
     assert_eq!(syntheses(&m, "pce"), 1.0);
     assert_eq!(counter(&m, "cuzk_pce_lookups_total", "miss"), 1.0);
     assert_eq!(counter(&m, "cuzk_pce_lookups_total", "hit"), 1.0);
-    let held = plain(&m, "cuzk_memory_pce_bytes");
+    let held = sample(&m, "cuzk_memory_held_bytes", ("purpose", "pce"));
     assert!(
         held >= std::fs::metadata(&pce_file).unwrap().len() as f64,
         "{held}"

@@ -4,10 +4,10 @@ use bellperson::groth16::{
     create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters,
 };
 use blstrs::{Bls12, Scalar};
-use cuzk::circuits::synthetic::SyntheticCircuit;
 use cuzk::groth16::{prove, CpuBackend, ProveError};
 use cuzk::srs::{Srs, SrsError};
 use cuzk::synth::synthesize;
+use cuzk::synth::synthetic::SyntheticCircuit;
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

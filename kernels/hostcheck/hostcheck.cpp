@@ -5,8 +5,9 @@
 #include <string>
 #include <iostream>
 #include <sstream>
-#include "../field.cu"
-#include "../curve.cu"
+#include "ff/fr.cuh"
+#include "ff/fp2.cuh"
+#include "ec/xyzz.cuh"
 
 template <int N>
 static void parse(const std::string &hex, u32 *out) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the kernels' field and curve arithmetic, compiled for the host, against Python integers.
 
-    g++ -O1 -std=c++17 -o /tmp/hostcheck kernels/hostcheck/hostcheck.cpp
+    g++ -O1 -std=c++17 -I kernels -o /tmp/hostcheck kernels/hostcheck/hostcheck.cpp
     python3 kernels/hostcheck/hostcheck.py /tmp/hostcheck
 """
 import random

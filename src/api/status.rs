@@ -28,7 +28,7 @@ pub async fn status(State(app): State<Arc<App>>) -> Response {
         "running": engine.running,
         "queued": engine.queued,
         "ledger": engine.ledger,
-        "pipeline": engine.pipeline,
+        "pipeline": engine.memory,
         "caches": {
             "parameters_loaded": engine.parameters_loaded,
             "pces_loaded": engine.pces_loaded,
@@ -65,19 +65,17 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Result<Response, Problem> {
 
 pub async fn metrics(State(app): State<Arc<App>>) -> Response {
     let status = app.engine.status();
-    let pipeline = status.pipeline;
-    app.metrics
-        .pce_bytes
-        .set(status.pces_loaded.iter().map(|p| p.bytes).sum::<u64>() as i64);
-    app.metrics
-        .reserved_bytes
-        .set(pipeline.reserved_bytes as i64);
-    app.metrics
-        .parameters_bytes
-        .set(pipeline.parameters_bytes as i64);
+    let memory = status.memory;
+    app.metrics.reserved_bytes.set(memory.reserved_bytes as i64);
+    for held in &memory.held {
+        app.metrics
+            .held_bytes
+            .with_label_values(&[held.purpose])
+            .set(held.bytes as i64);
+    }
     app.metrics
         .partitions_waiting
-        .set(pipeline.waiting_partitions as i64);
+        .set(memory.waiting_partitions as i64);
     for gpu in &status.gpus {
         app.metrics.gpu_busy(gpu.info.ordinal, gpu.busy_seconds);
     }

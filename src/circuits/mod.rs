@@ -1,24 +1,24 @@
 //! Filecoin circuits: turning what Curio holds (C1 output, vanilla proofs) into one circuit per
 //! partition, and the partition proofs back into the bytes filecoin-proofs returns.
 
+pub mod oracle;
 pub mod params;
 pub mod porep;
 pub mod post;
 pub mod request;
 pub mod samples;
 pub mod snap;
-pub mod synthetic;
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
 
-use bellperson::groth16::Parameters;
+use bellperson::groth16::VerifyingKey;
 use blstrs::{Bls12, Scalar as Fr};
 
 use crate::groth16::Proof;
-use crate::pce::{Pce, PceError};
+use crate::pce::{Obtained, Pce, PceError, PceKey, PceStore};
 use crate::synth::{synthesize, SynthPath, SynthesizedProof};
+pub use params::ParameterFiles;
 pub use request::{ProofKind, ProofRequest};
 
 /// Bytes of one Groth16 proof (compressed A, B, C).
@@ -58,8 +58,14 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
     /// The partitions' circuits.
     fn circuits(&self) -> &dyn PartitionCircuits;
     /// Joins the partition proofs as filecoin-proofs-api returns them for this kind and verifies
-    /// the result with filecoin-proofs' verifier. Only a proof that verifies is returned.
-    fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError>;
+    /// the result as filecoin-proofs' verifier does (the same public inputs, storage-proofs'
+    /// verification), with `vk`, the verifying key of the job's parameter set. Only a proof
+    /// that verifies is returned.
+    fn finish(
+        &self,
+        proofs: &[Proof<Bls12>],
+        vk: &VerifyingKey<Bls12>,
+    ) -> Result<Vec<u8>, CircuitError>;
 
     fn partitions(&self) -> usize {
         self.circuits().partitions()
@@ -82,21 +88,10 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
         self.circuits().synthesize(k, pce)
     }
 
-    /// The Groth16 parameter file of this job's circuit.
-    fn params_path(&self) -> PathBuf {
-        self.circuits().params_path()
-    }
-
-    /// bellperson's proof of partition `k` with the same r and s: the byte-identical oracle.
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>, CircuitError> {
-        check_partition(k, self.partitions())?;
-        self.circuits().bellperson_proof(k, params, r, s)
+    /// The filecoin-proofs cache identifier of this job's Groth16 parameter set: its files are
+    /// [`ParameterFiles::new`] of a parameter directory and this.
+    fn parameter_set(&self) -> String {
+        self.circuits().parameter_set()
     }
 }
 
@@ -109,14 +104,8 @@ pub trait PartitionCircuits: Send + Sync {
         k: usize,
         pce: Option<&Pce>,
     ) -> Result<(SynthesizedProof, SynthPath), CircuitError>;
-    fn params_path(&self) -> PathBuf;
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>, CircuitError>;
+    /// The cache identifier of the parameter set, from the circuit's public parameters.
+    fn parameter_set(&self) -> String;
 }
 
 /// Synthesizes one partition circuit (made by `circuit`) and checks it: public inputs equal to
@@ -175,19 +164,6 @@ fn guarded<T>(k: usize, run: impl FnOnce() -> T) -> Result<T, CircuitError> {
             format!("partition {k} does not fit the circuit"),
         )
     })
-}
-
-/// bellperson's CPU prover on one circuit.
-pub(crate) fn bellperson_prove<C: bellperson::Circuit<Fr> + Send>(
-    circuit: C,
-    params: &Parameters<Bls12>,
-    r: Fr,
-    s: Fr,
-) -> Result<Proof<Bls12>, CircuitError> {
-    let mut proofs =
-        bellperson::groth16::create_proof_batch(vec![circuit], params, vec![r], vec![s])
-            .map_err(|e| CircuitError::Synthesis(format!("bellperson: {e}")))?;
-    Ok(proofs.remove(0))
 }
 
 /// The partition proofs, concatenated in order (how filecoin-proofs writes multi-partition
@@ -274,6 +250,28 @@ impl CircuitId {
     pub fn sector_size(&self) -> u64 {
         self.sector_size
     }
+
+    /// The filecoin-proofs cache identifier of this circuit's parameter set.
+    pub fn parameter_set(&self) -> anyhow::Result<String> {
+        params::cache_identifier(self.kind, self.sector_size)
+    }
+
+    /// How the PCE store knows this circuit: its name, and the hash its file must carry (over
+    /// the parameter set's cache identifier and the circuit crates' versions).
+    pub fn pce_key(&self) -> anyhow::Result<PceKey> {
+        Ok(PceKey {
+            name: self.name.clone(),
+            hash: crate::pce::circuit_hash(&self.parameter_set()?),
+        })
+    }
+
+    /// This circuit's PCE in `store`: its file if good, else recorded from the blank circuit
+    /// and written (`force`: recorded and written anew in any case).
+    pub fn obtain_pce(&self, store: &PceStore, force: bool) -> anyhow::Result<(Pce, Obtained)> {
+        store.obtain(&self.pce_key()?, force, || {
+            params::record_blank(self.kind, self.sector_size)
+        })
+    }
 }
 
 impl From<CircuitId> for String {
@@ -337,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_wrong_pce_is_refused_and_the_full_path_takes_over_but_bad_input_still_fails() {
-        use crate::circuits::synthetic::SyntheticCircuit;
+        use crate::synth::synthetic::SyntheticCircuit;
         let circuit = || Ok(SyntheticCircuit::new(2, 500, 3));
         let expected = SyntheticCircuit::new(2, 500, 3).inputs;
         let good = crate::pce::record(SyntheticCircuit::new(2, 500, 9)).unwrap();

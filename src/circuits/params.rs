@@ -1,9 +1,12 @@
-//! Groth16 parameters for tests and trials, made through filecoin-proofs' own
-//! generate-if-missing path (random toxic waste: never valid on chain, and never downloaded).
+//! Groth16 parameter sets: where their files are ([`ParameterFiles`], built from a directory
+//! and the set's cache identifier: nothing here reads the environment), the identifier of each
+//! kind's set, its blank circuit recorded as a PCE, and random test sets made through
+//! filecoin-proofs' own generate-if-missing path (never valid on chain, never downloaded).
 //!
-//! filecoin-proofs writes its cache files in place, so generation runs in a staging directory
-//! beside the cache and each finished file is renamed into it: a killed run leaves no
-//! half-written file under a real name.
+//! filecoin-proofs learns where its cache is only from FIL_PROOFS_PARAMETER_CACHE, read once per
+//! process: [`generate_in_cache`] runs in a process started with it set (`cuzk params generate`
+//! starts one with a staging directory, then renames each finished file into the cache, so a
+//! killed run leaves no half-written file under a real name).
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +19,9 @@ use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUp
 use rand::rngs::OsRng;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::parameter_cache::ParameterSetMetadata;
+use storage_proofs_core::parameter_cache::{
+    ParameterSetMetadata, GROTH_PARAMETER_EXT, VERIFYING_KEY_EXT, VERSION,
+};
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
@@ -27,38 +32,51 @@ use storage_proofs_update::{
 
 use super::ProofKind;
 
-/// The environment variable filecoin-proofs reads (once per process) for its parameter cache.
+/// The environment variable filecoin-proofs reads (once per process) for its parameter cache:
+/// set only for the process that runs [`generate_in_cache`].
 pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
 
-/// Makes the parameters and verifying keys of `kind` at `sector_size` in `dir`, unless present.
-/// Returns the files now in `dir`. Must run before anything else in the process reads
-/// filecoin-proofs' settings.
-pub fn generate(kind: ProofKind, sector_size: u64, dir: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let dir = dir.canonicalize()?;
-    remove_stale_staging(&dir);
-    let staging = dir.join(format!(".staging-{}", std::process::id()));
-    std::fs::create_dir_all(&staging)?;
-    // SAFETY (of set_var): called before any other thread of this process reads the environment.
-    std::env::set_var(PARAMETER_CACHE_ENV, &staging);
-    let names = by_kind(kind, sector_size, Mode::Generate(&dir))?;
-    let mut out = Vec::new();
-    for name in names {
-        let (from, to) = (staging.join(&name), dir.join(&name));
-        if from.exists() {
-            crate::persist::publish(&from, &to)?;
-        }
-        out.push(to);
-    }
-    std::fs::remove_dir_all(&staging).ok();
-    Ok(out)
+/// The files of one parameter set in a directory, under filecoin-proofs' names
+/// (`v28-<cache identifier>.params` and `.vk`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParameterFiles {
+    /// The Groth16 parameters (verifying key, then the proving key's queries).
+    pub params: PathBuf,
+    /// The verifying key alone.
+    pub vk: PathBuf,
 }
 
-/// The filecoin-proofs cache identifier of the parameter set `generate` makes for `kind` at
-/// `sector_size` (the stem of its file names).
+impl ParameterFiles {
+    pub fn new(dir: &Path, cache_identifier: &str) -> ParameterFiles {
+        let file = |ext: &str| dir.join(format!("v{VERSION}-{cache_identifier}.{ext}"));
+        ParameterFiles {
+            params: file(GROTH_PARAMETER_EXT),
+            vk: file(VERIFYING_KEY_EXT),
+        }
+    }
+
+    /// The two files' names.
+    pub fn names(&self) -> [String; 2] {
+        let name = |p: &Path| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        [name(&self.params), name(&self.vk)]
+    }
+}
+
+/// Makes the parameters and verifying key of `kind` at `sector_size` in filecoin-proofs' cache
+/// (the directory [`PARAMETER_CACHE_ENV`] named when this process started), unless its files
+/// are there. Slow and memory-hungry (random toxic waste over the whole circuit): for tests.
+pub fn generate_in_cache(kind: ProofKind, sector_size: u64) -> Result<()> {
+    by_kind(kind, sector_size, Mode::Generate).map(|_| ())
+}
+
+/// The filecoin-proofs cache identifier of the parameter set of `kind` at `sector_size` (the
+/// stem of its file names).
 pub fn cache_identifier(kind: ProofKind, sector_size: u64) -> Result<String> {
-    let ids = by_kind(kind, sector_size, Mode::Identify)?;
-    Ok(ids.into_iter().next().expect("one identifier"))
+    by_kind(kind, sector_size, Mode::Identify)
 }
 
 /// Records the R1CS matrices of `kind` at `sector_size` from its blank circuit (the one its
@@ -70,7 +88,7 @@ pub fn record_blank(kind: ProofKind, sector_size: u64) -> Result<crate::pce::Pce
 }
 
 /// `mode` done to the parameter set of `kind` at `sector_size`.
-fn by_kind(kind: ProofKind, sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
+fn by_kind(kind: ProofKind, sector_size: u64, mode: Mode<'_>) -> Result<String> {
     match kind {
         ProofKind::PorepC2 => porep(sector_size, mode),
         ProofKind::SnapDeals => snap(sector_size, mode),
@@ -78,24 +96,7 @@ fn by_kind(kind: ProofKind, sector_size: u64, mode: Mode<'_>) -> Result<Vec<Stri
     }
 }
 
-/// Removes staging directories left by generator runs that died (their pid is gone).
-fn remove_stale_staging(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(".staging-")) else {
-            continue;
-        };
-        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
-            tracing::info!(path = %entry.path().display(), "removing a dead run's staging directory");
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-fn porep(sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
+fn porep(sector_size: u64, mode: Mode<'_>) -> Result<String> {
     let proofs = [
         RegisteredSealProof::StackedDrg2KiBV1_1,
         RegisteredSealProof::StackedDrg8MiBV1_1,
@@ -116,14 +117,14 @@ fn porep(sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
 fn porep_shape<Tree: 'static + MerkleTreeTrait>(
     config: &filecoin_proofs::PoRepConfig,
     mode: Mode<'_>,
-) -> Result<Vec<String>> {
+) -> Result<String> {
     type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
     type Circuit<Tree> = storage_proofs_porep::stacked::StackedCircuit<Tree, DefaultPieceHasher>;
     let pp = public_params::<Tree>(config)?;
     make::<StackedDrg<'_, Tree, DefaultPieceHasher>, Circuit<Tree>, Compound<Tree>>(mode, &pp)
 }
 
-fn snap(sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
+fn snap(sector_size: u64, mode: Mode<'_>) -> Result<String> {
     let proofs = [
         RegisteredUpdateProof::StackedDrg2KiBV1,
         RegisteredUpdateProof::StackedDrg8MiBV1,
@@ -143,13 +144,13 @@ fn snap(sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
 fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     sector_size: u64,
     mode: Mode<'_>,
-) -> Result<Vec<String>> {
+) -> Result<String> {
     type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
     let pp = storage_proofs_update::PublicParams::from_sector_size(sector_size);
     make::<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>, Compound<Tree>>(mode, &pp)
 }
 
-fn post(kind: ProofKind, sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>> {
+fn post(kind: ProofKind, sector_size: u64, mode: Mode<'_>) -> Result<String> {
     use RegisteredPoStProof::*;
     let proofs: [RegisteredPoStProof; 5] = if kind == ProofKind::WinningPost {
         [
@@ -182,7 +183,7 @@ fn post(kind: ProofKind, sector_size: u64, mode: Mode<'_>) -> Result<Vec<String>
 fn post_shape<Tree: 'static + MerkleTreeTrait>(
     config: &filecoin_proofs::PoStConfig,
     mode: Mode<'_>,
-) -> Result<Vec<String>> {
+) -> Result<String> {
     type Compound<Tree> = FallbackPoStCompound<Tree>;
     let pp = match config.typ {
         filecoin_proofs::PoStType::Winning => winning_post_public_params::<Tree>(config)?,
@@ -195,17 +196,16 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(
 enum Mode<'a> {
     /// Return its cache identifier only.
     Identify,
-    /// Make it unless its files are in this directory.
-    Generate(&'a Path),
+    /// Make it in filecoin-proofs' cache unless its files are there.
+    Generate,
     /// Record the blank circuit's matrices here.
     Record(&'a mut Option<crate::pce::Pce>),
 }
 
-/// Makes one parameter set (Groth16 parameters and verifying key, through the compound
-/// proof's own generate-if-missing path) unless its files are in `dir`; returns the names of the
-/// files made (in the staging directory, for the caller to publish). Identifying, returns the
-/// cache identifier.
-fn make<'a, S, C, Compound>(mode: Mode<'_>, pp: &S::PublicParams) -> Result<Vec<String>>
+/// Does `mode` to one parameter set and returns its cache identifier. Generating goes through
+/// the compound proof's own generate-if-missing path (Groth16 parameters, then the verifying
+/// key), which reads and writes filecoin-proofs' cache.
+fn make<'a, S, C, Compound>(mode: Mode<'_>, pp: &S::PublicParams) -> Result<String>
 where
     S: ProofScheme<'a>,
     S::Proof: Sync + Send,
@@ -215,37 +215,19 @@ where
     Compound: CompoundProof<'a, S, C>,
 {
     let id = Compound::cache_identifier(pp);
-    let dir = match mode {
-        Mode::Identify => return Ok(vec![id]),
+    match mode {
+        Mode::Identify => {}
         Mode::Record(out) => {
             let circuit = Compound::blank_circuit(pp);
             *out = Some(crate::pce::record(circuit).with_context(|| format!("recording {id}"))?);
-            return Ok(vec![id]);
         }
-        Mode::Generate(dir) => dir,
-    };
-    let names = file_names(&id);
-    if names.iter().all(|n| dir.join(n).exists()) {
-        tracing::info!(%id, "parameters already present");
-        return Ok(Vec::new());
+        Mode::Generate => {
+            tracing::info!(%id, "generating parameters (random, for tests only)");
+            Compound::groth_params(Some(&mut OsRng), pp)?;
+            Compound::verifying_key(Some(&mut OsRng), pp)?;
+        }
     }
-    tracing::info!(%id, "generating parameters (random, for tests only)");
-    Compound::groth_params(Some(&mut OsRng), pp)?;
-    Compound::verifying_key(Some(&mut OsRng), pp)?;
-    Ok(names)
-}
-
-/// The cache's file names for a parameter set: `.params` and `.vk` (filecoin-proofs' own names).
-fn file_names(id: &str) -> Vec<String> {
-    let base = |path: PathBuf| {
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    vec![
-        base(storage_proofs_core::parameter_cache::parameter_cache_params_path(id)),
-        base(storage_proofs_core::parameter_cache::parameter_cache_verifying_key_path(id)),
-    ]
+    Ok(id)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! PoRep C2 (seal commit phase 2): one StackedDrg circuit per partition, from the C1 output.
 
 use base64::Engine as _;
+use bellperson::groth16::{prepare_verifying_key, Parameters, VerifyingKey};
 use blstrs::Scalar as Fr;
 use filecoin_hashers::{Domain as _, Hasher};
 use filecoin_proofs::constants::{
@@ -16,12 +17,16 @@ use filecoin_proofs_api::{ApiFeature, RegisteredSealProof, SectorId};
 use serde::Deserialize;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::parameter_cache::{parameter_cache_params_path, CacheableParameters};
-use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
+use storage_proofs_core::multi_proof::MultiProof;
+use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, ChallengeRequirements, StackedCompound, StackedDrg,
+};
 
+use super::oracle::{bellperson_prove, job_proof, Oracle, OracleCircuits};
 use super::{
-    bellperson_prove, concat_proofs, prover_id_from_miner, synthesize_checked, verified,
-    CircuitError, CircuitId, PartitionCircuits, ProofJob, ProofKind,
+    concat_proofs, prover_id_from_miner, synthesize_checked, verified, CircuitError, CircuitId,
+    PartitionCircuits, ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
 use crate::pce::Pce;
@@ -42,13 +47,16 @@ struct Envelope {
 /// the final proof.
 pub struct PoRepC2 {
     registered_proof: RegisteredSealProof,
-    comm_r: [u8; 32],
-    comm_d: [u8; 32],
-    seed: [u8; 32],
-    ticket: [u8; 32],
-    prover_id: [u8; 32],
     sector_id: SectorId,
-    circuit: Box<dyn PartitionCircuits>,
+    circuit: Box<dyn PoRepCircuits>,
+}
+
+/// A PoRep's typed circuits and their verifier.
+trait PoRepCircuits: OracleCircuits {
+    /// verify_seal without the file lookup: these proof bytes of every partition, checked by
+    /// storage-proofs' StackedCompound::verify with `vk` and verify_seal's public inputs and
+    /// challenge requirements.
+    fn verify(&self, proof: &[u8], vk: &VerifyingKey<blstrs::Bls12>) -> anyhow::Result<bool>;
 }
 
 impl std::fmt::Debug for PoRepC2 {
@@ -61,12 +69,18 @@ impl std::fmt::Debug for PoRepC2 {
     }
 }
 
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+type Scheme<Tree> = StackedDrg<'static, Tree, DefaultPieceHasher>;
+
 struct Typed<Tree: 'static + MerkleTreeTrait> {
     public_inputs: stacked::PublicInputs<
         <Tree::Hasher as Hasher>::Domain,
         <DefaultPieceHasher as Hasher>::Domain,
     >,
-    public_params: stacked::PublicParams<Tree>,
+    /// The compound public parameters (all partitions), as verify_seal sets them up.
+    public_params: compound_proof::PublicParams<'static, Scheme<Tree>>,
+    /// verify_seal's challenge requirements.
+    minimum_challenges: usize,
     proofs: Vec<Vec<RawVanillaSealProof<Tree>>>,
 }
 
@@ -128,7 +142,7 @@ impl PoRepC2 {
             prover_id,
             sector_id,
         };
-        let circuit: Box<dyn PartitionCircuits> = match vanilla_proofs {
+        let circuit: Box<dyn PoRepCircuits> = match vanilla_proofs {
             VanillaSealProof::StackedDrg2KiBV1(p) => {
                 Box::new(typed::<SectorShape2KiB>(&args, p, SECTOR_SIZE_2_KIB)?)
             }
@@ -147,11 +161,6 @@ impl PoRepC2 {
         };
         Ok(PoRepC2 {
             registered_proof,
-            comm_r,
-            comm_d,
-            seed,
-            ticket,
-            prover_id,
             sector_id,
             circuit,
         })
@@ -161,19 +170,13 @@ impl PoRepC2 {
         self.registered_proof
     }
 
-    /// Checks proof bytes with filecoin-proofs' verify_seal.
-    pub fn verify(&self, proof: &[u8]) -> Result<(), CircuitError> {
-        let answer = filecoin_proofs_api::seal::verify_seal(
-            self.registered_proof,
-            self.comm_r,
-            self.comm_d,
-            self.prover_id,
-            self.sector_id,
-            self.ticket,
-            self.seed,
-            proof,
-        );
-        verified(answer, "verify_seal")
+    /// Checks proof bytes as filecoin-proofs' verify_seal does, with the verifying key `vk`.
+    pub fn verify(
+        &self,
+        proof: &[u8],
+        vk: &VerifyingKey<blstrs::Bls12>,
+    ) -> Result<(), CircuitError> {
+        verified(self.circuit.verify(proof, vk), "verify_seal")
     }
 }
 
@@ -190,12 +193,28 @@ impl ProofJob for PoRepC2 {
         self.circuit.as_ref()
     }
 
-    /// Joins the partition proofs as seal_commit_phase2 writes them and verifies the result with
-    /// filecoin-proofs' verify_seal.
-    fn finish(&self, proofs: &[Proof<blstrs::Bls12>]) -> Result<Vec<u8>, CircuitError> {
+    /// Joins the partition proofs as seal_commit_phase2 writes them and verifies the result as
+    /// verify_seal does.
+    fn finish(
+        &self,
+        proofs: &[Proof<blstrs::Bls12>],
+        vk: &VerifyingKey<blstrs::Bls12>,
+    ) -> Result<Vec<u8>, CircuitError> {
         let bytes = concat_proofs(proofs, self.partitions())?;
-        self.verify(&bytes)?;
+        self.verify(&bytes, vk)?;
         Ok(bytes)
+    }
+}
+
+impl Oracle for PoRepC2 {
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<blstrs::Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
+        job_proof(self.circuit.as_ref(), k, params, r, s)
     }
 }
 
@@ -269,12 +288,8 @@ fn typed<Tree: 'static + MerkleTreeTrait>(
             ),
         ));
     }
-    let public_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::setup(&setup)
-    .map_err(|e| invalid("registered_proof", format!("{e:#}")))?
-    .vanilla_params;
+    let public_params = <Compound<Tree> as CompoundProof<Scheme<Tree>, _>>::setup(&setup)
+        .map_err(|e| invalid("registered_proof", format!("{e:#}")))?;
 
     let partitions = usize::from(config.partitions);
     if proofs.len() != partitions {
@@ -287,7 +302,10 @@ fn typed<Tree: 'static + MerkleTreeTrait>(
             ),
         ));
     }
-    let per_partition = public_params.challenges.num_challenges_per_partition();
+    let per_partition = public_params
+        .vanilla_params
+        .challenges
+        .num_challenges_per_partition();
     if let Some((k, p)) = proofs
         .iter()
         .enumerate()
@@ -328,6 +346,7 @@ fn typed<Tree: 'static + MerkleTreeTrait>(
             seed: Some(args.seed),
         },
         public_params,
+        minimum_challenges: config.minimum_challenges(),
         proofs,
     })
 }
@@ -353,32 +372,50 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
         )
     }
 
+    fn parameter_set(&self) -> String {
+        <Compound<Tree> as CacheableParameters<
+            stacked::StackedCircuit<Tree, DefaultPieceHasher>,
+            _,
+        >>::cache_identifier(&self.public_params.vanilla_params)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Oracle for Typed<Tree> {
     fn bellperson_proof(
         &self,
         k: usize,
-        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        params: &Parameters<blstrs::Bls12>,
         r: Fr,
         s: Fr,
     ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
         bellperson_prove(self.circuit(k)?, params, r, s)
     }
+}
 
-    fn params_path(&self) -> std::path::PathBuf {
-        let id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
-            stacked::StackedCircuit<Tree, DefaultPieceHasher>,
-            _,
-        >>::cache_identifier(&self.public_params);
-        parameter_cache_params_path(&id)
+impl<Tree: 'static + MerkleTreeTrait> PoRepCircuits for Typed<Tree> {
+    fn verify(&self, proof: &[u8], vk: &VerifyingKey<blstrs::Bls12>) -> anyhow::Result<bool> {
+        anyhow::ensure!(!proof.is_empty(), "Invalid proof bytes (empty vector)");
+        let pvk = prepare_verifying_key(vk);
+        let proof = MultiProof::new_from_reader(Some(self.proofs.len()), proof, &pvk)?;
+        <Compound<Tree> as CompoundProof<Scheme<Tree>, _>>::verify(
+            &self.public_params,
+            &self.public_inputs,
+            &proof,
+            &ChallengeRequirements {
+                minimum_challenges: self.minimum_challenges,
+            },
+        )
     }
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Typed<Tree> {
     /// The public inputs the verifier derives for partition `k` (ONE not included).
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>, CircuitError> {
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::generate_public_inputs(&self.public_inputs, &self.public_params, Some(k))
+        <Compound<Tree> as CompoundProof<Scheme<Tree>, _>>::generate_public_inputs(
+            &self.public_inputs,
+            &self.public_params.vanilla_params,
+            Some(k),
+        )
         .map_err(|e| CircuitError::invalid("c1", format!("public inputs of partition {k}: {e:#}")))
     }
 
@@ -386,14 +423,11 @@ impl<Tree: 'static + MerkleTreeTrait> Typed<Tree> {
         &self,
         k: usize,
     ) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, CircuitError> {
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::circuit(
+        <Compound<Tree> as CompoundProof<Scheme<Tree>, _>>::circuit(
             &self.public_inputs,
             (),
             &self.proofs[k],
-            &self.public_params,
+            &self.public_params.vanilla_params,
             Some(k),
         )
         .map_err(|e| CircuitError::invalid("vanilla_proofs", format!("partition {k}: {e:#}")))

@@ -1,29 +1,27 @@
 //! Proofs of Spacetime: one WindowPoSt partition, or a WinningPoSt, from the per-sector vanilla
 //! proofs (bincode `FallbackPoStSectorProof`) Curio holds, the randomness and the prover id.
 
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
 
-use bellperson::groth16::Parameters;
+use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, VerifyingKey};
 use blstrs::{Bls12, Scalar as Fr};
 use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
 use filecoin_proofs::{as_safe_commitment, with_shape, FallbackPoStSectorProof, PoStConfig};
-use filecoin_proofs_api::{PoStType, PublicReplicaInfo, RegisteredPoStProof, SectorId};
-use rand::rngs::OsRng;
+use filecoin_proofs_api::{PoStType, RegisteredPoStProof};
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::parameter_cache::{parameter_cache_params_path, CacheableParameters};
+use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
+use super::oracle::{bellperson_prove, job_proof, Oracle, OracleCircuits};
 use super::{
-    bellperson_prove, concat_proofs, synthesize_checked, verified, CircuitError, CircuitId,
-    PartitionCircuits, ProofJob, ProofKind,
+    concat_proofs, synthesize_checked, verified, CircuitError, CircuitId, PartitionCircuits,
+    ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
 use crate::pce::Pce;
@@ -37,10 +35,8 @@ pub const MAX_WINDOW_PARTITIONS: usize = 3000;
 pub struct PoStJob {
     kind: ProofKind,
     registered_proof: RegisteredPoStProof,
-    randomness: [u8; 32],
-    prover_id: [u8; 32],
-    /// The proved sectors and their comm_r, as the verifier needs them.
-    sectors: Vec<(SectorId, [u8; 32])>,
+    /// How many sectors it proves.
+    sectors: usize,
     circuit: Box<dyn PoStCircuit>,
 }
 
@@ -49,15 +45,16 @@ impl std::fmt::Debug for PoStJob {
         f.debug_struct("PoStJob")
             .field("kind", &self.kind)
             .field("registered_proof", &self.registered_proof)
-            .field("sectors", &self.sectors.len())
+            .field("sectors", &self.sectors)
             .finish()
     }
 }
 
 /// The size-specific half of a job: one partition circuit, and its own verifier.
-trait PoStCircuit: PartitionCircuits {
-    /// Checks one partition proof against the verifying key and the verifier's public inputs.
-    fn verify(&self, proof: &Proof<Bls12>) -> Result<(), CircuitError>;
+trait PoStCircuit: OracleCircuits {
+    /// Checks the partition's proof with `vk` against the public inputs verify_window_post
+    /// (verify_winning_post) derives for it.
+    fn verify(&self, proof: &Proof<Bls12>, vk: &VerifyingKey<Bls12>) -> Result<(), CircuitError>;
 }
 
 struct Typed<Tree: 'static + MerkleTreeTrait> {
@@ -148,31 +145,30 @@ impl ProofJob for PoStJob {
         self.circuit.as_ref()
     }
 
-    /// WindowPoSt: the partition proof (generate_single_window_post_with_vanilla's bytes),
-    /// checked against filecoin-proofs' verifying key and the public inputs verify_window_post
-    /// derives for this partition. WinningPoSt: the proof, checked by verify_winning_post.
-    fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError> {
+    /// The partition proof: for WindowPoSt generate_single_window_post_with_vanilla's bytes,
+    /// for WinningPoSt generate_winning_post_with_vanilla's. Checked with `vk` against the
+    /// public inputs the kind's filecoin-proofs verifier derives (verify_window_post for this
+    /// partition, verify_winning_post with each sector listed once per challenged sector).
+    fn finish(
+        &self,
+        proofs: &[Proof<Bls12>],
+        vk: &VerifyingKey<Bls12>,
+    ) -> Result<Vec<u8>, CircuitError> {
         let bytes = concat_proofs(proofs, 1)?;
-        match self.kind {
-            ProofKind::WinningPost => {
-                let replicas: BTreeMap<SectorId, PublicReplicaInfo> = self
-                    .sectors
-                    .iter()
-                    .map(|(id, comm_r)| {
-                        (*id, PublicReplicaInfo::new(self.registered_proof, *comm_r))
-                    })
-                    .collect();
-                let answer = filecoin_proofs_api::post::verify_winning_post(
-                    &self.randomness,
-                    &bytes,
-                    &replicas,
-                    self.prover_id,
-                );
-                verified(answer, "verify_winning_post")?;
-            }
-            _ => self.circuit.verify(&proofs[0])?,
-        }
+        self.circuit.verify(&proofs[0], vk)?;
         Ok(bytes)
+    }
+}
+
+impl Oracle for PoStJob {
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError> {
+        job_proof(self.circuit.as_ref(), k, params, r, s)
     }
 }
 
@@ -202,17 +198,10 @@ impl<'a> Request<'a> {
         })
     }
 
-    fn into_job(
-        self,
-        kind: ProofKind,
-        sectors: Vec<(SectorId, [u8; 32])>,
-        circuit: Box<dyn PoStCircuit>,
-    ) -> PoStJob {
+    fn into_job(self, kind: ProofKind, sectors: usize, circuit: Box<dyn PoStCircuit>) -> PoStJob {
         PoStJob {
             kind,
             registered_proof: self.registered_proof,
-            randomness: self.randomness,
-            prover_id: self.prover_id,
             sectors,
             circuit,
         }
@@ -283,20 +272,6 @@ fn public_sectors<Tree: MerkleTreeTrait>(
         .collect()
 }
 
-fn sector_list<Tree: MerkleTreeTrait>(
-    proofs: &[FallbackPoStSectorProof<Tree>],
-) -> Vec<(SectorId, [u8; 32])> {
-    proofs
-        .iter()
-        .map(|p| {
-            let mut comm_r = [0u8; 32];
-            filecoin_hashers::Domain::write_bytes(&p.comm_r, &mut comm_r)
-                .expect("a domain element is 32 bytes");
-            (p.sector_id, comm_r)
-        })
-        .collect()
-}
-
 /// Runs a filecoin-proofs vanilla check that may panic on malformed input.
 fn vanilla_check<T>(
     check: impl FnOnce() -> anyhow::Result<T>,
@@ -315,8 +290,8 @@ fn vanilla_check<T>(
     }
 }
 
-/// The proved sectors (for the verifier) and the circuit.
-type Built = (Vec<(SectorId, [u8; 32])>, Box<dyn PoStCircuit>);
+/// How many sectors are proved, and the circuit.
+type Built = (usize, Box<dyn PoStCircuit>);
 
 fn typed_window<Tree: 'static + MerkleTreeTrait>(
     req: &Request<'_>,
@@ -381,7 +356,7 @@ fn typed_window<Tree: 'static + MerkleTreeTrait>(
         )
         .map_err(|e| CircuitError::invalid("vanilla_proofs", format!("public inputs: {e:#}")))?;
     Ok((
-        sector_list(&proofs),
+        proofs.len(),
         Box::new(Typed::<Tree> {
             public_params,
             circuit_inputs: fallback::PublicInputs {
@@ -453,7 +428,7 @@ fn typed_winning<Tree: 'static + MerkleTreeTrait>(
         )
         .map_err(|e| CircuitError::invalid("vanilla_proofs", format!("public inputs: {e:#}")))?;
     Ok((
-        sector_list(&proofs),
+        proofs.len(),
         Box::new(Typed::<Tree> {
             public_params,
             circuit_inputs,
@@ -495,14 +470,14 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
         )
     }
 
-    fn params_path(&self) -> PathBuf {
-        let id =
-            <Compound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(
-                &self.public_params,
-            );
-        parameter_cache_params_path(&id)
+    fn parameter_set(&self) -> String {
+        <Compound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(
+            &self.public_params,
+        )
     }
+}
 
+impl<Tree: 'static + MerkleTreeTrait> Oracle for Typed<Tree> {
     fn bellperson_proof(
         &self,
         _k: usize,
@@ -515,16 +490,9 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PoStCircuit for Typed<Tree> {
-    fn verify(&self, proof: &Proof<Bls12>) -> Result<(), CircuitError> {
-        let vk =
-            <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::verifying_key::<OsRng>(
-                None,
-                &self.public_params,
-            )
-            .map_err(|e| CircuitError::Verification(format!("verifying key: {e:#}")))?;
-        let pvk = bellperson::groth16::prepare_verifying_key(&vk);
-        let answer = bellperson::groth16::verify_proof(&pvk, proof, &self.expected)
-            .map_err(|e| anyhow::anyhow!("{e}"));
-        verified(answer, "the WindowPoSt partition verifier")
+    fn verify(&self, proof: &Proof<Bls12>, vk: &VerifyingKey<Bls12>) -> Result<(), CircuitError> {
+        let pvk = prepare_verifying_key(vk);
+        let answer = verify_proof(&pvk, proof, &self.expected).map_err(|e| anyhow::anyhow!("{e}"));
+        verified(answer, "the PoSt verifier")
     }
 }

@@ -11,30 +11,17 @@ use base64::Engine as _;
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredUpdateProof};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::oracle::OracleJob;
 use super::post::PoStJob;
 use super::{prover_id_from_miner, CircuitError, ProofJob};
 
 /// The four proof kinds the appliance proves.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProofKind {
     /// PoRep C2 (seal commit phase 2) from a C1 output.
-    #[value(alias = "porep")]
     PorepC2,
     /// SnapDeals: the empty-sector-update proof from per-partition vanilla proofs.
-    #[value(alias = "snap")]
     SnapDeals,
     /// One partition of a WindowPoSt.
     WindowPost,
@@ -57,6 +44,26 @@ impl ProofKind {
             ProofKind::WindowPost => "window-post",
             ProofKind::WinningPost => "winning-post",
         }
+    }
+}
+
+/// A kind by its name (`porep-c2`, `snap-deals`, `window-post`, `winning-post`; `porep` and
+/// `snap` for short).
+impl std::str::FromStr for ProofKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let alias = match s {
+            "porep" => Some(ProofKind::PorepC2),
+            "snap" => Some(ProofKind::SnapDeals),
+            _ => None,
+        };
+        alias
+            .or_else(|| ProofKind::ALL.into_iter().find(|k| k.as_str() == s))
+            .ok_or_else(|| {
+                let names: Vec<&str> = ProofKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!("{s:?} is not a proof kind ({})", names.join(", "))
+            })
     }
 }
 
@@ -178,6 +185,13 @@ impl ProofRequest {
 
     /// Checks every field and builds the job: one circuit per partition, and its verifier.
     pub fn prepare(self) -> Result<Box<dyn ProofJob>, CircuitError> {
+        let job: Box<dyn ProofJob> = self.prepare_with_oracle()?;
+        Ok(job)
+    }
+
+    /// As [`ProofRequest::prepare`], with bellperson's prover on the same circuits beside it
+    /// (for tests and benchmarks).
+    pub fn prepare_with_oracle(self) -> Result<Box<dyn OracleJob>, CircuitError> {
         Ok(match self {
             ProofRequest::PorepC2(r) => Box::new(super::porep::PoRepC2::from_c1(
                 &r.c1.to_bytes()?,

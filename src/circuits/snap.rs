@@ -2,16 +2,16 @@
 //! per-partition vanilla proofs Curio holds and the three commitments.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
 
-use bellperson::groth16::Parameters;
+use bellperson::groth16::{prepare_verifying_key, Parameters, VerifyingKey};
 use blstrs::{Bls12, Scalar as Fr};
 use filecoin_proofs::types::SectorUpdateConfig;
 use filecoin_proofs::with_shape;
 use filecoin_proofs_api::RegisteredUpdateProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::parameter_cache::{parameter_cache_params_path, CacheableParameters};
+use storage_proofs_core::multi_proof::MultiProof;
+use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher};
 use storage_proofs_update::{
@@ -19,9 +19,10 @@ use storage_proofs_update::{
     PublicInputs, PublicParams, SetupParams,
 };
 
+use super::oracle::{bellperson_prove, job_proof, Oracle, OracleCircuits};
 use super::{
-    bellperson_prove, concat_proofs, synthesize_checked, verified, CircuitError, CircuitId,
-    PartitionCircuits, ProofJob, ProofKind,
+    concat_proofs, synthesize_checked, verified, CircuitError, CircuitId, PartitionCircuits,
+    ProofJob, ProofKind,
 };
 use crate::groth16::Proof;
 use crate::pce::Pce;
@@ -30,10 +31,15 @@ use crate::synth::{SynthPath, SynthesizedProof};
 /// A parsed, checked SnapDeals job.
 pub struct SnapDeals {
     registered_proof: RegisteredUpdateProof,
-    comm_r_old: [u8; 32],
-    comm_r_new: [u8; 32],
-    comm_d_new: [u8; 32],
-    circuit: Box<dyn PartitionCircuits>,
+    circuit: Box<dyn SnapCircuits>,
+}
+
+/// A SnapDeals job's typed circuits and their verifier.
+trait SnapCircuits: OracleCircuits {
+    /// verify_empty_sector_update_proof without the file lookup: these proof bytes of every
+    /// partition, checked by storage-proofs' EmptySectorUpdateCompound::verify with `vk` and
+    /// that function's public inputs.
+    fn verify(&self, proof: &[u8], vk: &VerifyingKey<Bls12>) -> anyhow::Result<bool>;
 }
 
 impl std::fmt::Debug for SnapDeals {
@@ -46,6 +52,7 @@ impl std::fmt::Debug for SnapDeals {
 }
 
 struct Typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    sector_bytes: u64,
     public_params: PublicParams,
     public_inputs: PublicInputs,
     proofs: Vec<PartitionProof<Tree>>,
@@ -77,9 +84,6 @@ impl SnapDeals {
         )?;
         Ok(SnapDeals {
             registered_proof,
-            comm_r_old,
-            comm_r_new,
-            comm_d_new,
             circuit,
         })
     }
@@ -106,18 +110,28 @@ impl ProofJob for SnapDeals {
     }
 
     /// The partition proofs joined as generate_empty_sector_update_proof_with_vanilla returns
-    /// them, checked with verify_empty_sector_update_proof.
-    fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError> {
+    /// them, checked as verify_empty_sector_update_proof does.
+    fn finish(
+        &self,
+        proofs: &[Proof<Bls12>],
+        vk: &VerifyingKey<Bls12>,
+    ) -> Result<Vec<u8>, CircuitError> {
         let bytes = concat_proofs(proofs, self.partitions())?;
-        let answer = filecoin_proofs_api::update::verify_empty_sector_update_proof(
-            self.registered_proof,
-            &bytes,
-            self.comm_r_old,
-            self.comm_r_new,
-            self.comm_d_new,
-        );
+        let answer = self.circuit.verify(&bytes, vk);
         verified(answer, "verify_empty_sector_update_proof")?;
         Ok(bytes)
+    }
+}
+
+impl Oracle for SnapDeals {
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError> {
+        job_proof(self.circuit.as_ref(), k, params, r, s)
     }
 }
 
@@ -141,7 +155,7 @@ fn typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     config: &SectorUpdateConfig,
     vanilla_proofs: &[&[u8]],
     commitments: &Commitments,
-) -> Result<Box<dyn PartitionCircuits>, CircuitError> {
+) -> Result<Box<dyn SnapCircuits>, CircuitError> {
     let partitions = usize::from(config.update_partitions);
     let setup = compound_proof::SetupParams {
         vanilla_params: SetupParams {
@@ -200,6 +214,7 @@ fn typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         proofs.push(proof);
     }
     Ok(Box::new(Typed {
+        sector_bytes: u64::from(config.sector_size),
         public_params,
         public_inputs,
         proofs,
@@ -271,13 +286,14 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits fo
         )
     }
 
-    fn params_path(&self) -> PathBuf {
-        let id = <Compound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(
+    fn parameter_set(&self) -> String {
+        <Compound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(
             &self.public_params,
-        );
-        parameter_cache_params_path(&id)
+        )
     }
+}
 
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Oracle for Typed<Tree> {
     fn bellperson_proof(
         &self,
         k: usize,
@@ -286,5 +302,32 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits fo
         s: Fr,
     ) -> Result<Proof<Bls12>, CircuitError> {
         bellperson_prove(self.circuit(k)?, params, r, s)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapCircuits for Typed<Tree> {
+    fn verify(&self, proof: &[u8], vk: &VerifyingKey<Bls12>) -> anyhow::Result<bool> {
+        let partitions = self.proofs.len();
+        let public_inputs = PublicInputs {
+            k: partitions,
+            ..self.public_inputs.clone()
+        };
+        let setup = compound_proof::SetupParams {
+            vanilla_params: SetupParams {
+                sector_bytes: self.sector_bytes,
+            },
+            partitions: Some(partitions),
+            priority: true,
+        };
+        let public_params =
+            <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::setup(&setup)?;
+        let pvk = prepare_verifying_key(vk);
+        let proof = MultiProof::new_from_bytes(Some(partitions), proof, &pvk)?;
+        <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::verify(
+            &public_params,
+            &public_inputs,
+            &proof,
+            &(),
+        )
     }
 }

@@ -12,10 +12,17 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
+use super::appliance::assemble;
 use super::prove::{load_request, load_srs, prepare, C1Source};
-use super::{logging, BackendArgs, ParamsLocation};
+use super::{
+    backend_parser, finish_parser, kind_parser, logging, BackendArgs, ParamsLocation,
+    DEFAULT_KERNEL_CACHE,
+};
+use crate::circuits::oracle::OracleJob;
 use crate::circuits::samples::sample_request;
-use crate::circuits::{parse_sector_size, ProofJob, ProofKind, ProofRequest};
+use crate::circuits::{parse_sector_size, ParameterFiles, ProofJob, ProofKind, ProofRequest};
+use crate::config::{Finish, Settings};
+use crate::gpu::BackendChoice;
 use crate::groth16::{prove, Backend, CpuBackend};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -37,7 +44,7 @@ pub enum BenchCommand {
     /// Time synthesis and proving of one partition of a proof kind.
     Prove {
         /// The proof kind.
-        #[arg(long, value_enum, default_value = "porep-c2")]
+        #[arg(long, default_value = "porep-c2", value_parser = kind_parser())]
         kind: ProofKind,
         /// The request to prove (JSON, as for `cuzk prove --input`); without it (or --c1) a
         /// sample of --kind is made with filecoin-proofs on fresh sectors of --sector-size.
@@ -59,42 +66,33 @@ pub enum BenchCommand {
         #[command(flatten)]
         backend: BackendArgs,
     },
-    /// Run N jobs at once through the engine (dispatcher, reservations, prover gate) and report
-    /// throughput, peak memory and how busy the prover was.
+    /// Run N jobs at once through the engine, wired as `cuzk serve` wires it from the same
+    /// configuration (the flags override its keys), and report throughput, peak memory and how
+    /// busy the prover was.
     Pipeline {
         /// Jobs submitted at once.
         #[arg(long, default_value_t = 3)]
         jobs: usize,
-        #[arg(long, value_enum, default_value = "porep-c2")]
+        #[arg(long, default_value = "porep-c2", value_parser = kind_parser())]
         kind: ProofKind,
         #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
         sector_size: u64,
-        /// Jobs in progress at once (proving.workers).
-        #[arg(long, default_value_t = 2)]
-        workers: usize,
-        /// Partitions ahead of the prover (proving.depth).
-        #[arg(long, default_value_t = 2)]
-        depth: usize,
-        /// Memory budget in bytes (default: derived from the cgroup or MemTotal).
-        #[arg(long)]
-        budget_bytes: Option<u64>,
-        /// Synthesize on the full path only (no PCE).
-        #[arg(long)]
-        no_pce: bool,
+        /// The configuration `cuzk serve` would read (default /etc/cuzk/cuzk.toml, when it
+        /// exists, and CUZK_* variables). Jobs run in a temporary data directory.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        overrides: PipelineOverrides,
         /// Where PCE files are kept (the kind's PCE is extracted before the jobs start).
         #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
         pce_dir: PathBuf,
-        /// Where B in G2 and the join run (proving.finish).
-        #[arg(long, value_enum, default_value = "cpu")]
-        finish: crate::engine::Finish,
+        /// Where compiled kernels are cached.
+        #[arg(long, default_value = DEFAULT_KERNEL_CACHE)]
+        kernel_cache: PathBuf,
         /// Upload the parameter set's bases to the GPU for every MSM instead of keeping them
         /// resident (to measure the difference).
         #[arg(long)]
         no_resident_bases: bool,
-        #[command(flatten)]
-        params: ParamsLocation,
-        #[command(flatten)]
-        backend: BackendArgs,
     },
     /// Time synthesis of one partition per proof kind through the PCE (extracted first if
     /// missing) and, with --compare full, on the full path in the same run: seconds, peak RSS,
@@ -103,9 +101,9 @@ pub enum BenchCommand {
         /// Proof kinds, measured one after the other in this run.
         #[arg(
             long,
-            value_enum,
             value_delimiter = ',',
-            default_value = "porep-c2,snap-deals"
+            default_value = "porep-c2,snap-deals",
+            value_parser = kind_parser()
         )]
         kinds: Vec<ProofKind>,
         #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
@@ -130,6 +128,64 @@ pub enum BenchCommand {
     },
 }
 
+/// Keys of the configuration `bench pipeline` overrides (unset: as configured).
+#[derive(clap::Args, Clone, Debug)]
+pub struct PipelineOverrides {
+    /// proving.workers: jobs in progress at once (0: derived).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// proving.depth: partitions ahead of the prover (0: derived).
+    #[arg(long)]
+    depth: Option<usize>,
+    /// memory.budget_bytes (0: from the cgroup or MemTotal).
+    #[arg(long)]
+    budget_bytes: Option<u64>,
+    /// proving.finish: where B in G2 and the join run.
+    #[arg(long, value_parser = finish_parser())]
+    finish: Option<Finish>,
+    /// proving.pce = false: synthesize on the full path only.
+    #[arg(long)]
+    no_pce: bool,
+    /// proving.backend.
+    #[arg(long, value_parser = backend_parser())]
+    backend: Option<BackendChoice>,
+    /// proving.gpus.
+    #[arg(long, value_delimiter = ',')]
+    gpus: Option<Vec<usize>>,
+    /// proving.params_dir.
+    #[arg(long, value_name = "DIR")]
+    params_dir: Option<PathBuf>,
+}
+
+impl PipelineOverrides {
+    fn apply(&self, s: &mut Settings) {
+        if let Some(w) = self.workers {
+            s.workers = w;
+        }
+        if let Some(d) = self.depth {
+            s.depth = d;
+        }
+        if let Some(b) = self.budget_bytes {
+            s.budget_bytes = b;
+        }
+        if let Some(f) = self.finish {
+            s.finish = f;
+        }
+        if self.no_pce {
+            s.pce = false;
+        }
+        if let Some(b) = self.backend {
+            s.backend = b;
+        }
+        if let Some(g) = &self.gpus {
+            s.gpus = g.clone();
+        }
+        if let Some(d) = &self.params_dir {
+            s.params_dir = d.clone();
+        }
+    }
+}
+
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Prove {
@@ -142,7 +198,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             params,
             backend,
         } => {
-            params.apply()?;
+            let params_dir = params.dir()?;
             let provers = backend.select()?;
             let request = match (input, c1.request()) {
                 (Some(input), _) => load_request(&input, kind)?,
@@ -154,6 +210,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             }
             bench_job(
                 prepare(request)?.as_ref(),
+                &params_dir,
                 partition,
                 compare,
                 provers.backends[0].as_ref(),
@@ -163,42 +220,26 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             jobs,
             kind,
             sector_size,
-            workers,
-            depth,
-            budget_bytes,
-            no_pce,
+            config,
+            overrides,
             pce_dir,
-            finish,
+            kernel_cache,
             no_resident_bases,
-            params,
-            backend,
         } => {
-            params.apply()?;
-            let provers = backend.select()?;
-            for b in &provers.backends {
-                b.keep_bases(!no_resident_bases);
-            }
+            let mut settings = crate::config::load(config.as_deref())?.config.settings()?;
+            overrides.apply(&mut settings);
+            let data = tempfile::tempdir()?;
+            settings.data_dir = data.path().to_owned();
+            settings.pce_dir = pce_dir;
+            settings.kernel_dir = kernel_cache;
             let request = fresh_sample(kind, sector_size)?;
-            let pce = if no_pce {
-                None
-            } else {
-                let store = crate::pce::PceStore::open(&pce_dir)?;
-                store.obtain(&prepare(request.clone())?.circuit_id(), false)?;
-                Some(std::sync::Arc::new(store))
-            };
-            bench_pipeline(
-                &request,
-                Shape {
-                    jobs,
-                    workers,
-                    depth,
-                    finish,
-                    resident_bases: !no_resident_bases,
-                },
-                budget_bytes.unwrap_or(0),
-                provers,
-                pce,
-            )
+            if settings.pce {
+                let store = crate::pce::PceStore::open(&settings.pce_dir)?;
+                prepare(request.clone())?
+                    .circuit_id()
+                    .obtain_pce(&store, false)?;
+            }
+            bench_pipeline(&request, jobs, &settings, !no_resident_bases)
         }
         BenchCommand::Synth {
             kinds,
@@ -251,7 +292,8 @@ fn fresh_sample(kind: ProofKind, sector_size: u64) -> Result<ProofRequest> {
 }
 
 fn bench_job(
-    job: &dyn ProofJob,
+    job: &dyn OracleJob,
+    params_dir: &std::path::Path,
     partition: usize,
     compare: Option<Baseline>,
     backend: &dyn Backend,
@@ -262,7 +304,8 @@ fn bench_job(
             job.partitions()
         );
     }
-    let params_path = job.params_path();
+    let files = ParameterFiles::new(params_dir, &job.parameter_set());
+    let params_path = files.params;
     let srs = load_srs(&params_path)?;
     let mut rng = ChaCha8Rng::seed_from_u64(0xbe7c);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
@@ -284,7 +327,8 @@ fn bench_job(
     let mut ours = Vec::new();
     proof.write(&mut ours)?;
     let verified = if job.partitions() == 1 {
-        Some(job.finish(&[proof]).is_ok())
+        let vk = crate::srs::read_verifying_key(&files.vk)?;
+        Some(job.finish(&[proof], &vk).is_ok())
     } else {
         None
     };
@@ -362,11 +406,11 @@ fn bench_synth(
     use crate::synth::SynthPath;
     let circuit = job.circuit_id();
     let start = Instant::now();
-    let (_, obtained) = store.obtain(&circuit, false)?;
+    let (_, obtained) = circuit.obtain_pce(store, false)?;
     let obtain_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let pce = store
-        .load(&circuit)?
+        .load(&circuit.pce_key()?)?
         .context("the PCE file vanished after extraction")?;
     let load_s = start.elapsed().as_secs_f64();
     let mut paths: Vec<(Option<&crate::pce::Pce>, SynthPath)> = vec![(Some(&pce), SynthPath::Pce)];
@@ -407,7 +451,7 @@ fn bench_synth(
         "partition": partition,
         "threads": rayon::current_num_threads(),
         "pce_file": {
-            "extracted_now": obtained == crate::pce::store::Obtained::Extracted,
+            "extracted_now": obtained == crate::pce::Obtained::Extracted,
             "obtain_s": obtain_s,
             "load_s": load_s,
             "bytes": pce.bytes(),
@@ -483,60 +527,24 @@ fn proc_status_bytes(key: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// How `bench pipeline` runs its jobs.
-struct Shape {
-    jobs: usize,
-    workers: usize,
-    depth: usize,
-    finish: crate::engine::Finish,
-    /// GPU bases kept between proofs.
-    resident_bases: bool,
-}
-
+/// `jobs` copies of `request` through the appliance `settings` describe, all submitted at once.
 fn bench_pipeline(
     request: &ProofRequest,
-    shape: Shape,
-    budget_bytes: u64,
-    provers: crate::groth16::Provers,
-    pce: Option<std::sync::Arc<crate::pce::PceStore>>,
+    jobs: usize,
+    settings: &Settings,
+    resident_bases: bool,
 ) -> Result<()> {
-    use crate::engine::pipeline::Pipeline;
-    use crate::engine::{Engine, Limits, Proving, Stage};
-    use crate::jobs::{JobState, JobStore};
-    use crate::memory::{Budget, System};
+    use crate::engine::Stage;
+    use crate::jobs::JobState;
 
-    let data = tempfile::tempdir()?;
-    let budget = Budget::detect(&System::default(), budget_bytes, 1 << 30)?;
-    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
-    let counters = metrics.clone();
-    let Shape {
-        jobs,
-        workers,
-        depth,
-        finish,
-        resident_bases,
-    } = shape;
-    let (backend, devices) = (provers.name(), provers.backends.len());
-    let backends = provers.backends.clone();
-    let pipeline = Pipeline::new(budget.total_bytes, depth, devices);
-    let engine = Engine::start(
-        JobStore::open(data.path())?,
-        metrics,
-        Proving {
-            pipeline: pipeline.clone(),
-            provers,
-            finish,
-            workers,
-            pce: pce.clone(),
-        },
-        Limits {
-            max_queued_jobs: jobs.max(1),
-            retention: std::time::Duration::from_secs(86_400),
-            retention_count: jobs.max(1),
-        },
-        None,
-        None,
-    )?;
+    let appliance = assemble(settings, None, None)?;
+    for b in &appliance.backends {
+        b.keep_bases(resident_bases);
+    }
+    let (engine, counters) = (&appliance.engine, &appliance.metrics);
+    let backends = &appliance.backends;
+    let devices = backends.len();
+    let backend = backends.first().map_or("cpu", |b| b.name());
     let body = serde_json::to_vec(request)?;
     let rss_before = proc_status_bytes("VmRSS:");
     let start = Instant::now();
@@ -548,14 +556,13 @@ fn bench_pipeline(
     }
     let busy_now = |b: &std::sync::Arc<dyn Backend>| b.device_busy().unwrap_or_default();
     let device_before: Vec<_> = backends.iter().map(busy_now).collect();
-    let (mut samples, mut peak_reserved) = (0u64, 0u64);
-    let mut peak_parameters = 0u64;
+    let (mut samples, mut peak_reserved, mut peak_held) = (0u64, 0u64, 0u64);
     let mut stage_sum = [0i64; Stage::ALL.len()];
     loop {
         let status = engine.status();
         samples += 1;
-        peak_reserved = peak_reserved.max(status.pipeline.reserved_bytes);
-        peak_parameters = peak_parameters.max(status.pipeline.parameters_bytes);
+        peak_reserved = peak_reserved.max(status.memory.reserved_bytes);
+        peak_held = peak_held.max(status.memory.held_bytes);
         for (i, c) in status.ledger.iter().enumerate() {
             stage_sum[i] += c.buffers;
         }
@@ -569,9 +576,9 @@ fn bench_pipeline(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let elapsed = start.elapsed().as_secs_f64();
-    let slot_busy = pipeline.slot_busy();
+    let slot_busy = appliance.slots.busy();
     let prover_busy =
-        slot_busy.iter().map(|d| d.as_secs_f64()).sum::<f64>() / (elapsed * devices as f64);
+        slot_busy.iter().map(|d| d.as_secs_f64()).sum::<f64>() / (elapsed * slot_busy.len() as f64);
     // Only GPUs report device time; the CPU's prover is busy while a slot is held.
     let device_busy: Vec<f64> = backends
         .iter()
@@ -591,16 +598,19 @@ fn bench_pipeline(
         .zip(stage_sum)
         .map(|(s, sum)| (s.as_str().to_owned(), json!(sum as f64 / samples as f64)))
         .collect();
+    let budget = &appliance.budget;
+    let kind = request.kind().as_str();
     println!(
         "{}",
         serde_json::to_string_pretty(&json!({
             "bench": "pipeline",
             "kind": request.kind(),
             "jobs": jobs,
-            "workers": workers,
+            "workers": appliance.concurrency.workers,
+            "depth": appliance.concurrency.depth,
             "backend": backend,
             "devices": devices,
-            "depth": depth,
+            "prover_slots": slot_busy.len(),
             "budget_bytes": budget.total_bytes,
             "budget_source": budget.source.to_string(),
             "elapsed_s": elapsed,
@@ -609,16 +619,16 @@ fn bench_pipeline(
             "rss_before_bytes": rss_before,
             "peak_rss_bytes": proc_status_bytes("VmHWM:"),
             "peak_reserved_bytes": peak_reserved,
-            "peak_parameters_bytes": peak_parameters,
-            "finish": finish,
+            "peak_held_bytes": peak_held,
+            "finish": settings.finish,
             "resident_bases": resident_bases,
             "prover_busy_fraction": prover_busy,
             "device_busy_fraction": device_busy,
             "mean_partitions_per_stage": occupancy,
-            "pce": pce.is_some(),
+            "pce": settings.pce,
             "syntheses": {
-                "pce": counters.syntheses.with_label_values(&[request.kind().as_str(), "pce"]).get(),
-                "full": counters.syntheses.with_label_values(&[request.kind().as_str(), "full"]).get(),
+                "pce": counters.syntheses.with_label_values(&[kind, "pce"]).get(),
+                "full": counters.syntheses.with_label_values(&[kind, "full"]).get(),
             },
         }))?
     );

@@ -1,5 +1,6 @@
 //! The `cuzk` command line: thin wrappers over the library, one file per command family.
 
+mod appliance;
 mod bench;
 mod config;
 mod logging;
@@ -12,7 +13,12 @@ mod serve;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
+
+use crate::circuits::ProofKind;
+use crate::config::Finish;
+use crate::gpu::BackendChoice;
 
 #[derive(Parser)]
 #[command(name = "cuzk", version, about = "Filecoin Groth16 proving appliance")]
@@ -50,8 +56,8 @@ pub const DEFAULT_KERNEL_CACHE: &str = "/var/tmp/cuzk-kernels";
 #[derive(clap::Args, Clone, Debug)]
 pub struct BackendArgs {
     /// auto: every GPU found, else the CPU; cpu; gpu: fail without one.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub backend: crate::groth16::BackendChoice,
+    #[arg(long, default_value = "auto", value_parser = backend_parser())]
+    pub backend: BackendChoice,
     /// GPU ordinals to use (default: all).
     #[arg(long, value_delimiter = ',')]
     pub gpus: Vec<usize>,
@@ -61,31 +67,69 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
-    pub fn select(&self) -> anyhow::Result<crate::groth16::Provers> {
-        crate::groth16::select(self.backend, &self.gpus, &self.kernel_cache)
+    pub fn select(&self) -> anyhow::Result<crate::gpu::Provers> {
+        crate::gpu::select(self.backend, &self.gpus, &self.kernel_cache)
     }
 }
 
-/// Where filecoin-proofs parameter files are looked up.
+/// Where Groth16 parameter files are looked up.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ParamsLocation {
-    /// Directory of .params/.vk files (sets FIL_PROOFS_PARAMETER_CACHE for this process).
+    /// Directory of .params/.vk files (default: FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters).
     #[arg(long, value_name = "DIR")]
     pub params_dir: Option<PathBuf>,
 }
 
 impl ParamsLocation {
-    /// Applies the location; must run before filecoin-proofs reads its settings.
-    fn apply(&self) -> anyhow::Result<()> {
-        if let Some(dir) = &self.params_dir {
-            if !dir.is_dir() {
-                anyhow::bail!("parameter directory {} does not exist", dir.display());
-            }
-            // SAFETY (of set_var): single-threaded here, before any library reads the variable.
-            std::env::set_var(crate::circuits::params::PARAMETER_CACHE_ENV, dir);
+    /// The directory, which must exist.
+    fn dir(&self) -> anyhow::Result<PathBuf> {
+        let dir = self
+            .params_dir
+            .clone()
+            .unwrap_or_else(crate::config::default_params_dir);
+        if !dir.is_dir() {
+            anyhow::bail!("parameter directory {} does not exist", dir.display());
         }
-        Ok(())
+        Ok(dir)
     }
+}
+
+/// A clap parser of the names `values`, parsed with `T`'s FromStr (the names show in --help and
+/// in the error for an unknown one).
+fn named<T>(values: Vec<PossibleValue>) -> impl TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::fmt::Debug,
+{
+    PossibleValuesParser::new(values).map(|s| s.parse::<T>().expect("one of the listed names"))
+}
+
+/// Proof kinds by name; `porep` and `snap` for short.
+fn kind_parser() -> impl TypedValueParser<Value = ProofKind> {
+    named(
+        ProofKind::ALL
+            .iter()
+            .map(|k| match k {
+                ProofKind::PorepC2 => PossibleValue::new(k.as_str()).alias("porep"),
+                ProofKind::SnapDeals => PossibleValue::new(k.as_str()).alias("snap"),
+                _ => PossibleValue::new(k.as_str()),
+            })
+            .collect(),
+    )
+}
+
+fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {
+    named(
+        BackendChoice::ALL
+            .iter()
+            .map(|b| b.as_str().into())
+            .collect(),
+    )
+}
+
+fn finish_parser() -> impl TypedValueParser<Value = Finish> {
+    named(Finish::ALL.iter().map(|f| f.as_str().into()).collect())
 }
 
 pub fn run() -> ExitCode {

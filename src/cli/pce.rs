@@ -7,9 +7,9 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
+use super::kind_parser;
 use crate::circuits::{parse_sector_size, CircuitId, ProofKind};
-use crate::pce::store::Obtained;
-use crate::pce::PceStore;
+use crate::pce::{Obtained, PceStore};
 
 /// Where the CLI commands keep PCE files (the service uses <data_dir>/pce).
 pub const DEFAULT_PCE_DIR: &str = "/var/tmp/cuzk-pce";
@@ -20,7 +20,7 @@ pub enum PceCommand {
     /// unless a good file is there (the service does this by itself the first time it proves a
     /// kind). Prints one JSON line.
     Extract {
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = kind_parser())]
         kind: ProofKind,
         /// Sector size, e.g. 2KiB or 32GiB.
         #[arg(long, value_parser = parse_sector_size)]
@@ -44,13 +44,13 @@ pub fn run(cmd: PceCommand) -> Result<()> {
             let circuit = CircuitId::new(kind, sector_size);
             let store = PceStore::open(&dir)?;
             let start = Instant::now();
-            let (pce, obtained) = store.obtain(&circuit, force)?;
+            let (pce, obtained) = circuit.obtain_pce(&store, force)?;
             let shape = pce.shape();
             println!(
                 "{}",
                 json!({
                     "circuit": circuit,
-                    "path": store.path(&circuit),
+                    "path": store.path(circuit.as_str()),
                     "extracted": obtained == Obtained::Extracted,
                     "seconds": start.elapsed().as_secs_f64(),
                     "bytes": pce.bytes(),

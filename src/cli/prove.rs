@@ -5,13 +5,15 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use base64::Engine as _;
-use blstrs::Scalar;
+use bellperson::groth16::VerifyingKey;
+use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand::rngs::OsRng;
 
-use super::{BackendArgs, ParamsLocation};
+use super::{kind_parser, BackendArgs, ParamsLocation};
+use crate::circuits::oracle::OracleJob;
 use crate::circuits::request::{C1Input, PorepC2Request};
-use crate::circuits::{ProofJob, ProofKind, ProofRequest};
+use crate::circuits::{ParameterFiles, ProofJob, ProofKind, ProofRequest};
 use crate::groth16::{prove, Backend};
 use crate::srs::Srs;
 
@@ -19,7 +21,7 @@ use crate::srs::Srs;
 #[command(group = clap::ArgGroup::new("source").required(true).args(["input", "c1"]))]
 pub struct ProveArgs {
     /// What to prove.
-    #[arg(value_enum)]
+    #[arg(value_parser = kind_parser())]
     kind: ProofKind,
     /// The request as JSON: the fields of the REST API's POST /v1/proofs body ("kind" may be
     /// left out).
@@ -37,12 +39,14 @@ pub struct ProveArgs {
 }
 
 pub fn run(args: ProveArgs) -> Result<()> {
-    args.params.apply()?;
+    let params_dir = args.params.dir()?;
     let request = read_request(&args)?;
     let job = prepare(request)?;
     let provers = args.backend.select()?;
-    let srs = load_srs(&job.params_path())?;
-    let proof = prove_job(job.as_ref(), &srs, provers.backends[0].as_ref())?;
+    let files = ParameterFiles::new(&params_dir, &job.parameter_set());
+    let srs = load_srs(&files.params)?;
+    let vk = crate::srs::read_verifying_key(&files.vk)?;
+    let proof = prove_job(job.as_ref(), &srs, &vk, provers.backends[0].as_ref())?;
     crate::persist::write_atomic(&args.out, &proof)?;
     eprintln!(
         "proof verified; {} bytes written to {}",
@@ -113,10 +117,10 @@ pub(super) fn load_request(path: &Path, kind: ProofKind) -> Result<ProofRequest>
     ProofRequest::from_json(&bytes).with_context(|| format!("request {}", path.display()))
 }
 
-pub(super) fn prepare(request: ProofRequest) -> Result<Box<dyn ProofJob>> {
+pub(super) fn prepare(request: ProofRequest) -> Result<Box<dyn OracleJob>> {
     let kind = request.kind();
     let job = request
-        .prepare()
+        .prepare_with_oracle()
         .with_context(|| format!("{kind} request"))?;
     tracing::info!(?job, circuit = %job.circuit_id(), "request checked");
     Ok(job)
@@ -130,8 +134,14 @@ pub(super) fn load_srs(path: &Path) -> Result<Srs> {
     Ok(srs)
 }
 
-/// Proves every partition on `backend` with fresh randomness and returns the verified proof bytes.
-fn prove_job(job: &dyn ProofJob, srs: &Srs, backend: &dyn Backend) -> Result<Vec<u8>> {
+/// Proves every partition on `backend` with fresh randomness and returns the proof bytes,
+/// verified with `vk`.
+fn prove_job(
+    job: &dyn ProofJob,
+    srs: &Srs,
+    vk: &VerifyingKey<Bls12>,
+    backend: &dyn Backend,
+) -> Result<Vec<u8>> {
     let mut proofs = Vec::with_capacity(job.partitions());
     for k in 0..job.partitions() {
         let start = Instant::now();
@@ -154,5 +164,5 @@ fn prove_job(job: &dyn ProofJob, srs: &Srs, backend: &dyn Backend) -> Result<Vec
         );
         proofs.push(proof);
     }
-    Ok(job.finish(&proofs)?)
+    Ok(job.finish(&proofs, vk)?)
 }

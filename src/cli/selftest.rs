@@ -14,12 +14,13 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::gpu;
+use crate::gpu::GpuBackend;
 use crate::groth16::domain::Domain;
 use crate::groth16::msm::{msm, MsmCurve};
-use crate::groth16::{Backend, CpuBackend, GpuBackend};
+use crate::groth16::{Backend, CpuBackend};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Check {
+pub enum Check {
     Ntt,
     H,
     G1,

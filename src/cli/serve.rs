@@ -1,5 +1,6 @@
-//! `cuzk serve`: the service systemd runs. Wiring only: configuration, job store, engine, API,
-//! systemd notifications and signals.
+//! `cuzk serve`: the service systemd runs. Wiring only: configuration, the appliance
+//! ([`super::appliance`], shared with the benchmarks), the API listeners, systemd notifications
+//! and signals.
 //!
 //! Start-up: READY=1 is sent once the API is bound and the engine is up. SIGTERM (or SIGINT):
 //! STOPPING=1, submissions refused, running jobs given `service.drain_timeout_secs` to finish
@@ -13,13 +14,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, SignalKind};
 
+use super::appliance::{assemble, limits};
 use crate::api::{router, App};
-use crate::config::{self, Settings};
-use crate::engine::pipeline::Pipeline;
-use crate::engine::{Concurrency, Engine, Limits, Proving};
-use crate::jobs::JobStore;
-use crate::memory::{Budget, System};
-use crate::metrics::Metrics;
+use crate::config::{self, Config};
 use crate::systemd::Notifier;
 
 #[derive(clap::Args)]
@@ -29,82 +26,18 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
 }
 
-fn limits(s: &Settings) -> Limits {
-    Limits {
-        max_queued_jobs: s.max_queued_jobs,
-        retention: s.retention,
-        retention_count: s.retention_count,
-    }
-}
-
 pub fn run(args: ServeArgs) -> Result<()> {
     let loaded = config::load(args.config.as_deref())?;
     let settings = loaded.config.settings()?;
-    if let Some(dir) = &settings.params_dir {
-        if !dir.is_dir() {
-            anyhow::bail!(
-                "key proving.params_dir: {} is not a directory",
-                dir.display()
-            );
-        }
-        // SAFETY (of set_var): no other thread runs yet.
-        std::env::set_var(crate::circuits::params::PARAMETER_CACHE_ENV, dir);
+    if !loaded.config.proving.params_dir.is_empty() && !settings.params_dir.is_dir() {
+        anyhow::bail!(
+            "key proving.params_dir: {} is not a directory",
+            settings.params_dir.display()
+        );
     }
-    std::fs::create_dir_all(&settings.data_dir)
-        .with_context(|| format!("creating data dir {}", settings.data_dir.display()))?;
-    let store = JobStore::open(&settings.data_dir)?;
-    let budget = Budget::detect(
-        &System::default(),
-        settings.budget_bytes,
-        settings.margin_bytes,
-    )
-    .context("reading the memory limits")?;
-    tracing::info!(
-        budget_bytes = budget.total_bytes,
-        limit_bytes = budget.limit_bytes,
-        source = %budget.source,
-        "memory budget"
-    );
-    let metrics = Arc::new(Metrics::new());
-    metrics.budget_bytes.set(budget.total_bytes as i64);
-    metrics.memory_limit_bytes.set(budget.limit_bytes as i64);
     let notifier = Notifier::from_env().map(Arc::new);
-    let provers = crate::groth16::select(
-        settings.backend,
-        &settings.gpus,
-        &settings.data_dir.join("kernels"),
-    )?;
-    let slots = settings.provers * provers.backends.len();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let concurrency =
-        Concurrency::derive(settings.workers, settings.depth, cores, provers.gpus.len());
-    tracing::info!(
-        workers = concurrency.workers,
-        depth = concurrency.depth,
-        prover_slots = slots,
-        backend = provers.name(),
-        cores,
-        "concurrency (0 in proving.workers/depth: derived)"
-    );
-    let pipeline = Pipeline::new(budget.total_bytes, concurrency.depth, slots);
-    let pce = if settings.pce {
-        Some(Arc::new(crate::pce::PceStore::open(
-            &settings.data_dir.join("pce"),
-        )?))
-    } else {
-        None
-    };
-    let engine = Engine::start(
-        store,
-        metrics.clone(),
-        Proving {
-            pipeline,
-            provers,
-            finish: settings.finish,
-            workers: concurrency.workers,
-            pce,
-        },
-        limits(&settings),
+    let appliance = assemble(
+        &settings,
         notifier.clone(),
         crate::systemd::watchdog_interval(),
     )?;
@@ -114,9 +47,15 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(serve(
-        App::new(engine, metrics, settings, budget),
+        App::new(
+            appliance.engine,
+            appliance.metrics,
+            settings,
+            appliance.budget,
+        ),
         notifier,
         args.config,
+        loaded.config,
     ))
 }
 
@@ -124,12 +63,8 @@ async fn serve(
     app: Arc<App>,
     notifier: Option<Arc<Notifier>>,
     config_path: Option<PathBuf>,
+    running: Config,
 ) -> Result<()> {
-    let notify = |state: &str| {
-        if let Some(n) = &notifier {
-            n.notify(state);
-        }
-    };
     let settings = app.settings.clone();
     let tcp = tokio::net::TcpListener::bind(settings.listen)
         .await
@@ -145,8 +80,10 @@ async fn serve(
     }
     tracing::info!(listen = %settings.listen, unix_socket = ?settings.unix_socket, "API listening");
     app.set_ready();
-    notify("READY=1");
-    notify(&format!("STATUS={}", app.engine.summary()));
+    if let Some(n) = &notifier {
+        n.ready();
+        n.status(&app.engine.summary());
+    }
     // Watchdog pings start only now, after READY=1.
     app.engine.set_ready();
 
@@ -157,7 +94,7 @@ async fn serve(
         loop {
             tick.tick().await;
             if let Some(n) = &status_notifier {
-                n.notify(&format!("STATUS={}", status_app.engine.summary()));
+                n.status(&status_app.engine.summary());
             }
         }
     });
@@ -169,12 +106,14 @@ async fn serve(
         tokio::select! {
             _ = term.recv() => break,
             _ = int.recv() => break,
-            _ = hup.recv() => reload(&app, config_path.as_deref()),
+            _ = hup.recv() => reload(&app, config_path.as_deref(), &running),
         }
     }
 
     tracing::info!("stopping: new submissions are refused, running jobs drain");
-    notify("STOPPING=1");
+    if let Some(n) = &notifier {
+        n.stopping();
+    }
     app.set_draining();
     status_task.abort();
     let engine = app.engine.clone();
@@ -212,23 +151,26 @@ fn spawn_server<L>(
     });
 }
 
-/// SIGHUP: applies the limits and retention of a freshly read configuration; other keys need a
-/// restart (logged).
-fn reload(app: &App, path: Option<&std::path::Path>) {
-    match config::load(path).and_then(|l| l.config.settings()) {
-        Ok(new) => {
-            app.engine.set_limits(limits(&new));
-            let old = &app.settings;
-            if new.listen != old.listen
-                || new.unix_socket != old.unix_socket
-                || new.data_dir != old.data_dir
-                || new.params_dir != old.params_dir
-                || new.workers != old.workers
-                || new.max_body_bytes != old.max_body_bytes
-            {
-                tracing::warn!("configuration reloaded; changes to api.listen, api.unix_socket, api.max_body_bytes, jobs.data_dir, proving.* take effect at the next restart");
+/// SIGHUP: reads the configuration again, applies the [`config::LIVE_KEYS`], and names every
+/// other key whose value now differs from the one the service runs with (`running`: read at
+/// start): those take effect at the next restart.
+fn reload(app: &App, path: Option<&std::path::Path>, running: &Config) {
+    let read = config::load(path).and_then(|l| l.config.settings().map(|s| (l.config, s)));
+    match read {
+        Ok((new, settings)) => {
+            app.engine.set_limits(limits(&settings));
+            let restart: Vec<String> = config::changed_keys(running, &new)
+                .into_iter()
+                .filter(|k| !config::LIVE_KEYS.contains(&k.as_str()))
+                .collect();
+            if restart.is_empty() {
+                tracing::info!(applied = ?config::LIVE_KEYS, "configuration reloaded");
             } else {
-                tracing::info!("configuration reloaded");
+                tracing::warn!(
+                    applied = ?config::LIVE_KEYS,
+                    "configuration reloaded; changes to {} take effect at the next restart",
+                    restart.join(", ")
+                );
             }
         }
         Err(e) => {

@@ -2,10 +2,9 @@
 //! `CUZK_<SECTION>__<KEY>` environment variables, read once by figment into [`Config`] (unknown
 //! keys and bad values refused, the key named) and turned into [`Settings`] (paths resolved,
 //! values checked). Nothing downstream reads the environment or the file again; SIGHUP re-reads
-//! them and applies what can change at runtime.
+//! them, applies the [`LIVE_KEYS`] and names every other changed key ([`changed_keys`]).
 
-use crate::engine::Finish;
-use crate::groth16::BackendChoice;
+use crate::gpu::BackendChoice;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +19,68 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/cuzk/cuzk.toml";
 
 /// The prefix of configuration environment variables: `CUZK_API__LISTEN=0.0.0.0:9820`.
 pub const ENV_PREFIX: &str = "CUZK_";
+
+/// filecoin-proofs' own variable for its parameter directory: where parameters are looked up
+/// when `proving.params_dir` is empty (as Curio and lotus installations set it).
+pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
+
+/// filecoin-proofs' default parameter directory.
+pub const DEFAULT_PARAMS_DIR: &str = "/var/tmp/filecoin-proof-parameters";
+
+/// The keys SIGHUP applies to the running service; a change to any other key takes effect at
+/// the next restart (and the reload says which).
+pub const LIVE_KEYS: [&str; 3] = [
+    "api.max_queued_jobs",
+    "jobs.retention_secs",
+    "jobs.retention_count",
+];
+
+/// Where a partition's last part, B in G2 and the join, runs (`proving.finish`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Finish {
+    /// On the prover's backend, the prover slot held throughout.
+    Held,
+    /// On the prover's backend, the slot given back first: the next partition's device work
+    /// begins meanwhile (and shares the device with it).
+    Prover,
+    /// On the host's cores, the slot given back first: the device takes the next partition
+    /// while the CPU does B in G2 (measured fastest with one GPU and 16 cores:
+    /// docs/measurements/2026-12-03-h200-split).
+    #[default]
+    Cpu,
+}
+
+impl Finish {
+    pub const ALL: [Finish; 3] = [Finish::Held, Finish::Prover, Finish::Cpu];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Finish::Held => "held",
+            Finish::Prover => "prover",
+            Finish::Cpu => "cpu",
+        }
+    }
+}
+
+impl std::str::FromStr for Finish {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Finish::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| format!("{s:?} is not a place to finish (held, prover, cpu)"))
+    }
+}
+
+/// The parameter directory when none is configured: FIL_PROOFS_PARAMETER_CACHE, else
+/// filecoin-proofs' default.
+pub fn default_params_dir() -> PathBuf {
+    std::env::var_os(PARAMETER_CACHE_ENV)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(DEFAULT_PARAMS_DIR), PathBuf::from)
+}
 
 /// The configuration as written (defaults are the embedded ones).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
@@ -77,8 +138,8 @@ pub struct JobsConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProvingConfig {
-    /// Directory of Groth16 .params/.vk files ("" for filecoin-proofs' default:
-    /// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters).
+    /// Directory of Groth16 .params/.vk files ("": FIL_PROOFS_PARAMETER_CACHE, else
+    /// filecoin-proofs' default /var/tmp/filecoin-proof-parameters).
     pub params_dir: String,
     /// Jobs in progress at once; their partitions share the memory budget and the prover
     /// (0: derived from cores and GPUs, see `engine::Concurrency`).
@@ -163,11 +224,15 @@ pub struct Settings {
     pub max_body_bytes: usize,
     pub max_queued_jobs: usize,
     pub data_dir: PathBuf,
+    /// Where PCE files are kept: `<data_dir>/pce`.
+    pub pce_dir: PathBuf,
+    /// Where compiled GPU kernels are cached: `<data_dir>/kernels`.
+    pub kernel_dir: PathBuf,
     pub budget_bytes: u64,
     pub margin_bytes: u64,
     pub retention: Duration,
     pub retention_count: usize,
-    pub params_dir: Option<PathBuf>,
+    pub params_dir: PathBuf,
     pub workers: usize,
     pub depth: usize,
     pub provers: usize,
@@ -275,11 +340,13 @@ impl Config {
                 .context("key api.max_body_bytes: too large")?,
             max_queued_jobs: self.api.max_queued_jobs,
             data_dir: self.jobs.data_dir.clone(),
+            pce_dir: self.jobs.data_dir.join("pce"),
+            kernel_dir: self.jobs.data_dir.join("kernels"),
             budget_bytes: self.memory.budget_bytes,
             margin_bytes: self.memory.margin_bytes,
             retention: Duration::from_secs(self.jobs.retention_secs),
             retention_count: self.jobs.retention_count,
-            params_dir: path_or_none(&self.proving.params_dir),
+            params_dir: path_or_none(&self.proving.params_dir).unwrap_or_else(default_params_dir),
             workers: self.proving.workers,
             depth: self.proving.depth,
             provers: self.proving.provers,
@@ -291,6 +358,27 @@ impl Config {
             status_interval: Duration::from_secs(self.service.status_interval_secs),
         })
     }
+}
+
+/// The keys (`section.key`) whose values differ between `old` and `new`.
+pub fn changed_keys(old: &Config, new: &Config) -> Vec<String> {
+    let (old, new) = (flat(old), flat(new));
+    new.iter()
+        .filter(|(key, value)| old.get(*key) != Some(*value))
+        .map(|(key, _)| key.clone())
+        .collect()
+}
+
+/// Every key of a configuration with its value, in order.
+fn flat(config: &Config) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let value = serde_json::to_value(config).unwrap_or_default();
+    let mut out = std::collections::BTreeMap::new();
+    for (section, keys) in value.as_object().into_iter().flatten() {
+        for (key, v) in keys.as_object().into_iter().flatten() {
+            out.insert(format!("{section}.{key}"), v.clone());
+        }
+    }
+    out
 }
 
 impl Loaded {
@@ -371,6 +459,43 @@ mod tests {
         assert!(err("[proving]\ngpus = [0, 1, 0]\n").contains("device 0 is listed twice"));
         assert!(err("[jobs]\ndata_dir = \"relative\"\n").contains("jobs.data_dir"));
         assert!(load(Some(Path::new("/nonexistent/cuzk.toml"))).is_err());
+    }
+
+    #[test]
+    fn a_reload_names_exactly_the_keys_that_changed() {
+        let old = Config::default();
+        let mut new = Config::default();
+        assert!(changed_keys(&old, &new).is_empty());
+        new.proving.depth = 3;
+        new.proving.backend = BackendChoice::Cpu;
+        new.jobs.retention_count = 5;
+        new.api.listen = "127.0.0.1:1".into();
+        assert_eq!(
+            changed_keys(&old, &new),
+            [
+                "api.listen",
+                "jobs.retention_count",
+                "proving.backend",
+                "proving.depth"
+            ]
+        );
+        // Every live key is a key of the configuration.
+        let keys = flat(&old);
+        for live in LIVE_KEYS {
+            assert!(keys.contains_key(live), "{live}");
+        }
+    }
+
+    #[test]
+    fn an_empty_parameter_directory_means_filecoin_proofs_default() {
+        let settings = Config::default().settings().unwrap();
+        assert_eq!(settings.params_dir, default_params_dir());
+        let mut config = Config::default();
+        config.proving.params_dir = "/srv/params".into();
+        assert_eq!(
+            config.settings().unwrap().params_dir,
+            PathBuf::from("/srv/params")
+        );
     }
 
     #[test]

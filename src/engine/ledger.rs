@@ -58,7 +58,12 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// A ledger at zero; its series exist from the start, so dashboards and alerts see zeros.
     pub fn new(metrics: Arc<Metrics>) -> Self {
+        for stage in Stage::ALL {
+            metrics.ledger_buffers.with_label_values(&[stage.as_str()]);
+            metrics.ledger_bytes.with_label_values(&[stage.as_str()]);
+        }
         Ledger {
             buffers: Default::default(),
             bytes: Default::default(),

@@ -20,11 +20,14 @@ use ff::Field;
 use rand::rngs::OsRng;
 
 use super::ledger::{Ledger, Stage};
-use super::pipeline::{Pipeline, Reservation};
+use super::lock;
+use super::provers::ProverSlots;
+use super::run::{internal, refused, Ending};
 use super::sets::Loaded;
-use super::{internal, lock, refused, Ending};
 use crate::circuits::ProofJob;
+use crate::config::Finish;
 use crate::groth16::{prove_start, Backend, CpuBackend, Proof};
+use crate::memory::{Admission, Reservation};
 use crate::metrics::Metrics;
 use crate::pce::Pce;
 use crate::srs::Srs;
@@ -53,32 +56,6 @@ impl Step {
     }
 }
 
-/// Where a partition's last part, B in G2 and the join, runs.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Finish {
-    /// On the prover's backend, the prover slot held throughout.
-    Held,
-    /// On the prover's backend, the slot given back first: the next partition's device work
-    /// begins meanwhile (and shares the device with it).
-    Prover,
-    /// On the host's cores, the slot given back first: the device takes the next partition
-    /// while the CPU does B in G2. The fastest here: 8 2 KiB PoRep jobs on one H200 and 16
-    /// cores, 3561 proofs/h against 3214 (prover) and 3070 (held), two runs each alternating.
-    #[default]
-    Cpu,
-}
-
 /// What a running job shows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Report {
@@ -97,7 +74,8 @@ enum Event {
 
 /// The gates and provers a job's partitions go through.
 pub struct Partitions<'a> {
-    pub pipeline: &'a Arc<Pipeline>,
+    pub admission: &'a Arc<Admission>,
+    pub slots: &'a Arc<ProverSlots>,
     pub ledger: &'a Ledger,
     /// Prover slot i proves on `backends[i % len]`.
     pub backends: &'a [Arc<dyn Backend>],
@@ -229,7 +207,10 @@ impl Partitions<'_> {
                 return;
             }
             let _ = tx.send(Event::Step(k, Step::WaitingForMemory));
-            let reservation = match self.pipeline.admit(self.priority, self.estimate, &run.stop) {
+            let reservation = match self
+                .admission
+                .admit(self.priority, self.estimate, &run.stop)
+            {
                 Ok(r) => r,
                 Err(e) => {
                     let _ = tx.send(Event::Ended(k, refused(e)));
@@ -325,9 +306,10 @@ impl Partitions<'_> {
 
         step(Step::WaitingForProver)?;
         let slot = self
-            .pipeline
-            .prover(self.priority, &mut reservation, &run.stop)
-            .map_err(refused)?;
+            .slots
+            .acquire(self.priority, &run.stop)
+            .map_err(|_| Ending::Cancelled)?;
+        reservation.reached_prover();
         step(Step::Proving)?;
         let entry = entry.move_to(Stage::Proving, bytes);
         let backend = &self.backends[slot.id() % self.backends.len()];
@@ -364,22 +346,20 @@ mod tests {
     //! The real pipeline, ledger and CPU backend on a synthetic job of several partitions
     //! (every 2 KiB Filecoin proof has one partition, so no real job can show the overlap).
 
-    use std::path::PathBuf;
     use std::sync::atomic::AtomicUsize;
 
     use bellperson::groth16::{
-        create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof,
-        Parameters,
+        generate_random_parameters, prepare_verifying_key, verify_proof, VerifyingKey,
     };
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
-    use crate::circuits::synthetic::SyntheticCircuit;
     use crate::circuits::{CircuitError, CircuitId, PartitionCircuits, ProofKind};
     use crate::groth16::msm::MsmStats;
     use crate::groth16::{CpuBackend, ProveError};
+    use crate::synth::synthetic::SyntheticCircuit;
     use crate::synth::{synthesize, SynthesizedProof};
 
     /// When something started and ended, by what.
@@ -390,7 +370,6 @@ mod tests {
     #[derive(Debug)]
     struct SyntheticJob {
         partitions: usize,
-        params: PathBuf,
         /// This partition's synthesis fails.
         fails: Option<usize>,
         log: Arc<Log>,
@@ -421,19 +400,8 @@ mod tests {
             lock(&self.log).push(("synthesis", k, start, Instant::now()));
             Ok((synth?, SynthPath::Full))
         }
-        fn params_path(&self) -> PathBuf {
-            self.params.clone()
-        }
-        fn bellperson_proof(
-            &self,
-            k: usize,
-            params: &Parameters<Bls12>,
-            r: Scalar,
-            s: Scalar,
-        ) -> Result<Proof<Bls12>, CircuitError> {
-            create_proof_batch(vec![circuit(k)], params, vec![r], vec![s])
-                .map(|mut p| p.remove(0))
-                .map_err(|e| CircuitError::Synthesis(e.to_string()))
+        fn parameter_set(&self) -> String {
+            "synthetic".into()
         }
     }
 
@@ -448,9 +416,12 @@ mod tests {
             self
         }
         /// Every partition's proof verifies against its own inputs.
-        fn finish(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError> {
-            let params = Srs::read(&self.params).expect("parameters");
-            let pvk = prepare_verifying_key(&params.vk);
+        fn finish(
+            &self,
+            proofs: &[Proof<Bls12>],
+            vk: &VerifyingKey<Bls12>,
+        ) -> Result<Vec<u8>, CircuitError> {
+            let pvk = prepare_verifying_key(vk);
             let mut bytes = Vec::new();
             for (k, proof) in proofs.iter().enumerate() {
                 let ok = verify_proof(&pvk, proof, &circuit(k).inputs)
@@ -510,7 +481,6 @@ mod tests {
 
     struct Bench {
         _dir: tempfile::TempDir,
-        params: PathBuf,
         srs: Srs,
     }
 
@@ -524,7 +494,6 @@ mod tests {
         std::fs::write(&path, bytes).unwrap();
         Bench {
             srs: Srs::read(&path).unwrap(),
-            params: path,
             _dir: dir,
         }
     }
@@ -535,7 +504,7 @@ mod tests {
         reports: Vec<Report>,
     }
 
-    /// Runs `job` through a pipeline of `depth` and one prover slot.
+    /// Runs `job` through an admission gate of `depth` and one prover slot.
     fn run(
         bench: &Bench,
         partitions: usize,
@@ -547,20 +516,21 @@ mod tests {
         let log = Arc::new(Log::default());
         let job = SyntheticJob {
             partitions,
-            params: bench.params.clone(),
             fails,
             log: log.clone(),
         };
         let metrics = Metrics::new();
         let ledger = Ledger::new(Arc::new(Metrics::new()));
-        let pipeline = Pipeline::new(1 << 40, depth, 1);
+        let admission = Admission::new(1 << 40, depth);
+        let slots = ProverSlots::new(1);
         let backends: Vec<Arc<dyn Backend>> = vec![Arc::new(SlowG2 {
             g2: Duration::from_millis(300),
             log: log.clone(),
             calls: AtomicUsize::new(0),
         })];
         let p = Partitions {
-            pipeline: &pipeline,
+            admission: &admission,
+            slots: &slots,
             ledger: &ledger,
             backends: &backends,
             metrics: &metrics,
@@ -587,10 +557,10 @@ mod tests {
             .snapshot()
             .iter()
             .all(|c| c.buffers == 0 && c.bytes == 0));
-        let snap = pipeline.snapshot();
+        let snap = admission.snapshot();
         assert_eq!((snap.reserved_bytes, snap.ahead_of_prover), (0, 0));
         if let Ok(proofs) = &result {
-            job.finish(proofs)
+            job.finish(proofs, &bench.srs.vk)
                 .expect("every partition's proof verifies");
         }
         let log = std::mem::take(&mut *lock(&log));

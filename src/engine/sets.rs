@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use super::pipeline::Held;
+use crate::memory::Hold;
 
 /// A loaded set and the budget it holds, given back when the last user drops it.
 pub struct Loaded<T> {
     pub value: T,
-    pub held: Held,
+    pub held: Hold,
 }
 
 struct Inner<T> {
@@ -22,6 +22,12 @@ struct Inner<T> {
 
 pub struct Sets<T> {
     inner: Mutex<Inner<T>>,
+}
+
+impl<T> Default for Sets<T> {
+    fn default() -> Self {
+        Sets::new()
+    }
 }
 
 impl<T> Sets<T> {

@@ -1,6 +1,7 @@
-//! Our CUDA kernels: the sources are embedded in the binary, compiled by NVRTC into a cubin for
-//! the device's architecture at start-up, and the cubin cached in the data dir under a hash of
-//! source, options, architecture and NVRTC version, so a later start loads it in milliseconds.
+//! Our CUDA kernels: the sources (kernels/, layered ff/, ec/, ntt/, msm/) are embedded in the
+//! binary, compiled by NVRTC into a cubin for the device's architecture at start-up, and the cubin
+//! cached in the data dir under a hash of sources, options, architecture and NVRTC version, so a
+//! later start loads it in milliseconds. [`Kernel`] is the one list of the kernels we launch.
 
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -11,33 +12,64 @@ use anyhow::{anyhow, bail, Context, Result};
 use cudarc::nvrtc::{result, sys};
 use sha2::{Digest, Sha256};
 
-/// The kernel sources, in the order they are concatenated into one program.
-pub const SOURCES: [(&str, &str); 4] = [
-    ("field.cu", include_str!("../../kernels/field.cu")),
-    ("curve.cu", include_str!("../../kernels/curve.cu")),
-    ("ntt.cu", include_str!("../../kernels/ntt.cu")),
-    ("msm.cu", include_str!("../../kernels/msm.cu")),
+/// The program NVRTC compiles: it includes the files below.
+pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.cu"));
+
+/// Every kernel source, by the path `#include` names it with (relative to kernels/).
+pub const FILES: [(&str, &str); 9] = [
+    ("ff/mont.cuh", include_str!("../../kernels/ff/mont.cuh")),
+    ("ff/fr.cuh", include_str!("../../kernels/ff/fr.cuh")),
+    ("ff/fp.cuh", include_str!("../../kernels/ff/fp.cuh")),
+    ("ff/fp2.cuh", include_str!("../../kernels/ff/fp2.cuh")),
+    ("ec/xyzz.cuh", include_str!("../../kernels/ec/xyzz.cuh")),
+    ("ntt/ntt.cu", include_str!("../../kernels/ntt/ntt.cu")),
+    ("groth16/h.cu", include_str!("../../kernels/groth16/h.cu")),
+    ("msm/msm.cu", include_str!("../../kernels/msm/msm.cu")),
+    PROGRAM,
 ];
 
-/// Every kernel the program defines; each must be present in the cubin.
-pub const KERNELS: [&str; 9] = [
-    "fr_bit_reverse",
-    "fr_ntt_stage",
-    "fr_scale_powers",
-    "fr_h_pointwise",
-    "msm_digits",
-    "msm_buckets_g1",
-    "msm_buckets_g2",
-    "msm_reduce_g1",
-    "msm_reduce_g2",
-];
+/// The kernels the host launches; each must be defined by the program (checked when the
+/// module is loaded, and against the sources in the tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    BitReverse,
+    NttStage,
+    ScalePowers,
+    HPointwise,
+    MsmDigits,
+    MsmBucketsG1,
+    MsmBucketsG2,
+    MsmReduceG1,
+    MsmReduceG2,
+}
 
-pub fn source() -> String {
-    SOURCES
-        .iter()
-        .map(|(_, s)| *s)
-        .collect::<Vec<_>>()
-        .join("\n")
+impl Kernel {
+    pub const ALL: [Kernel; 9] = [
+        Kernel::BitReverse,
+        Kernel::NttStage,
+        Kernel::ScalePowers,
+        Kernel::HPointwise,
+        Kernel::MsmDigits,
+        Kernel::MsmBucketsG1,
+        Kernel::MsmBucketsG2,
+        Kernel::MsmReduceG1,
+        Kernel::MsmReduceG2,
+    ];
+
+    /// The `extern "C"` name the sources give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::BitReverse => "fr_bit_reverse",
+            Kernel::NttStage => "fr_ntt_stage",
+            Kernel::ScalePowers => "fr_scale_powers",
+            Kernel::HPointwise => "fr_h_pointwise",
+            Kernel::MsmDigits => "msm_digits",
+            Kernel::MsmBucketsG1 => "msm_buckets_g1",
+            Kernel::MsmBucketsG2 => "msm_buckets_g2",
+            Kernel::MsmReduceG1 => "msm_reduce_g1",
+            Kernel::MsmReduceG2 => "msm_reduce_g2",
+        }
+    }
 }
 
 fn options(arch: &str) -> Vec<String> {
@@ -72,16 +104,44 @@ pub fn compile(arch: &str) -> Result<Vec<u8>> {
     if !nvrtc_available() {
         bail!("NVRTC (libnvrtc.so.13) is not on the library path");
     }
-    catch_unwind(AssertUnwindSafe(|| compile_source(&source(), arch)))
+    catch_unwind(AssertUnwindSafe(|| compile_file(PROGRAM, arch)))
         .unwrap_or_else(|_| Err(anyhow!("the NVRTC library could not be used")))
 }
 
-fn compile_source(source: &str, arch: &str) -> Result<Vec<u8>> {
-    let src = CString::new(source).context("kernel source contains a NUL byte")?;
-    let name = CString::new("cuzk.cu").expect("no NUL");
-    let prog = result::create_program(&src, Some(&name))
-        .map_err(|e| anyhow!("nvrtcCreateProgram: {e:?}"))?;
-    let program = Program(prog);
+/// Compiles `file` (name, text) for `arch`, with every file of [`FILES`] available to its
+/// `#include`s.
+fn compile_file(file: (&str, &str), arch: &str) -> Result<Vec<u8>> {
+    let cstring = |s: &str| CString::new(s).context("kernel source contains a NUL byte");
+    let (name, text) = file;
+    let src = cstring(text)?;
+    let name = cstring(name)?;
+    let headers: Vec<CString> = FILES
+        .iter()
+        .map(|(_, t)| cstring(t))
+        .collect::<Result<_>>()?;
+    let include_names: Vec<CString> = FILES
+        .iter()
+        .map(|(n, _)| cstring(n))
+        .collect::<Result<_>>()?;
+    let header_ptrs: Vec<*const c_char> = headers.iter().map(|h| h.as_ptr()).collect();
+    let name_ptrs: Vec<*const c_char> = include_names.iter().map(|n| n.as_ptr()).collect();
+    let mut prog = std::mem::MaybeUninit::uninit();
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call, and the two
+    // arrays hold FILES.len() entries each.
+    unsafe {
+        sys::nvrtcCreateProgram(
+            prog.as_mut_ptr(),
+            src.as_ptr(),
+            name.as_ptr(),
+            FILES.len() as i32,
+            header_ptrs.as_ptr(),
+            name_ptrs.as_ptr(),
+        )
+    }
+    .result()
+    .map_err(|e| anyhow!("nvrtcCreateProgram: {e:?}"))?;
+    // SAFETY: initialized by the successful call above.
+    let program = Program(unsafe { prog.assume_init() });
     let opts = options(arch);
     // SAFETY: a live program and options without NUL bytes.
     if let Err(e) = unsafe { result::compile_program(program.0, &opts) } {
@@ -93,7 +153,10 @@ fn compile_source(source: &str, arch: &str) -> Result<Vec<u8>> {
                     .into_owned()
             })
             .unwrap_or_default();
-        bail!("NVRTC failed to compile the kernels for {arch} ({e:?}):\n{log}");
+        bail!(
+            "NVRTC failed to compile {} for {arch} ({e:?}):\n{log}",
+            name.to_string_lossy()
+        );
     }
     let mut size = 0usize;
     // SAFETY: the program compiled; size is a valid out-pointer.
@@ -155,7 +218,12 @@ pub fn load(dir: &Path, arch: &str) -> Result<(Vec<u8>, Origin, Duration)> {
 pub fn cache_path(dir: &Path, arch: &str) -> Result<PathBuf> {
     let (major, minor) = nvrtc_version()?;
     let mut h = Sha256::new();
-    h.update(source().as_bytes());
+    for (name, text) in FILES {
+        h.update(name.as_bytes());
+        h.update([0]);
+        h.update(text.as_bytes());
+        h.update([0]);
+    }
     for o in options(arch) {
         h.update(o.as_bytes());
         h.update([0]);
@@ -190,12 +258,10 @@ mod tests {
         let (cubin, origin, _) = load(dir.path(), "sm_90").unwrap();
         assert_eq!(origin, Origin::Compiled);
         assert!(looks_like_elf(&cubin));
-        for k in KERNELS {
+        for k in Kernel::ALL {
             assert!(
-                cubin
-                    .windows(k.len() + 1)
-                    .any(|w| &w[..k.len()] == k.as_bytes() && w[k.len()] == 0),
-                "kernel {k} missing from the cubin"
+                defines(&cubin, k.name()),
+                "kernel {k:?} missing from the cubin"
             );
         }
         // The second load comes from the cache, byte for byte.
@@ -217,10 +283,91 @@ mod tests {
             return;
         }
         let bad = "extern \"C\" __global__ void k() { undefined_name = 1; }";
-        let err = compile_source(bad, "sm_90").unwrap_err().to_string();
+        let err = compile_file(("bad.cu", bad), "sm_90")
+            .unwrap_err()
+            .to_string();
         assert!(
-            err.contains("sm_90") && err.contains("undefined_name"),
+            err.contains("sm_90") && err.contains("bad.cu") && err.contains("undefined_name"),
             "{err}"
         );
+    }
+
+    /// Whether a cubin holds a symbol named `name`.
+    fn defines(cubin: &[u8], name: &str) -> bool {
+        cubin
+            .windows(name.len() + 1)
+            .any(|w| &w[..name.len()] == name.as_bytes() && w[name.len()] == 0)
+    }
+
+    /// The `extern "C" __global__` kernels a source file defines.
+    fn kernels_in(text: &str) -> Vec<&str> {
+        text.split("extern \"C\" __global__ void ")
+            .skip(1)
+            .filter_map(|rest| rest.split('(').next())
+            .collect()
+    }
+
+    /// Each file of kernels/ compiles on its own (with what it includes), its cubin defines
+    /// the kernels it declares, and the kernels the files declare are exactly [`Kernel::ALL`].
+    #[test]
+    fn every_kernel_file_compiles_alone_and_the_kernel_list_matches_the_sources() {
+        let mut declared: Vec<&str> = FILES
+            .iter()
+            .filter(|(name, _)| *name != PROGRAM.0)
+            .flat_map(|(_, text)| kernels_in(text))
+            .collect();
+        declared.sort();
+        let mut launched: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
+        launched.sort();
+        assert_eq!(declared, launched, "kernels in the sources vs Kernel::ALL");
+        for (name, text) in FILES {
+            assert!(
+                name.ends_with(".cuh") || name.ends_with(".cu"),
+                "{name}: not a kernel source"
+            );
+            for (include, _) in text
+                .lines()
+                .filter_map(|l| l.strip_prefix("#include \""))
+                .filter_map(|l| l.split_once('"'))
+            {
+                assert!(
+                    FILES.iter().any(|(n, _)| *n == include),
+                    "{name} includes {include}, which is not in FILES"
+                );
+            }
+        }
+        // Every source under kernels/ (the host checks aside) is embedded.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() && !path.ends_with("hostcheck") {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "cu" || e == "cuh") {
+                    let rel = path
+                        .strip_prefix(&root)
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .to_owned();
+                    assert!(
+                        FILES.iter().any(|(n, _)| *n == rel),
+                        "kernels/{rel} is not embedded in FILES"
+                    );
+                }
+            }
+        }
+        if !nvrtc_available() {
+            eprintln!("skipped the compilation: NVRTC is not on the library path");
+            return;
+        }
+        for file in FILES {
+            let cubin = compile_file(file, "sm_90")
+                .unwrap_or_else(|e| panic!("{} does not compile alone: {e:#}", file.0));
+            for k in kernels_in(file.1) {
+                assert!(defines(&cubin, k), "{}: kernel {k} missing", file.0);
+            }
+        }
     }
 }

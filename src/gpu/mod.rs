@@ -1,89 +1,20 @@
-//! GPUs: discovery through the CUDA driver, loaded at run time, and our kernels (kernels/*.cu),
-//! compiled by NVRTC for the device found. A machine without the driver library, without a GPU,
-//! or with a driver that refuses to start is not an error: [`discover`] says why in one line and
-//! the caller proves on the CPU.
+//! GPUs, and every call into the CUDA driver: discovery ([`discover`]: a machine without the
+//! driver library, without a GPU, or with a driver that refuses to start is not an error, the
+//! caller proves on the CPU), our kernels compiled by NVRTC ([`kernels`]), and [`GpuBackend`],
+//! the groth16 [`Backend`](crate::groth16::Backend) on one device: its context and stream,
+//! buffers and launches (`ntt`, `msm`), the parameter bases kept resident between proofs and the
+//! device memory every call needs (`resident`). [`select`] picks the backends the prover slots
+//! use. No other module touches cudarc.
 
+mod backend;
+mod device;
 pub mod kernels;
+mod msm;
+mod ntt;
+mod resident;
+mod select;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-
-use cudarc::driver::{sys, CudaContext};
-use serde::Serialize;
-
-/// One CUDA device with its context (one per device, the primary one).
-pub struct Gpu {
-    pub ctx: Arc<CudaContext>,
-    pub info: GpuInfo,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct GpuInfo {
-    pub ordinal: usize,
-    pub name: String,
-    /// Compute capability, e.g. (9, 0) on Hopper.
-    pub compute_capability: (i32, i32),
-    pub memory_bytes: u64,
-}
-
-impl GpuInfo {
-    /// The NVRTC architecture for this device, e.g. "sm_90".
-    pub fn arch(&self) -> String {
-        format!(
-            "sm_{}{}",
-            self.compute_capability.0, self.compute_capability.1
-        )
-    }
-}
-
-/// The GPUs to prove on: `selected` ordinals, or every device when it is empty. `Err` carries
-/// the one-line reason there are none.
-pub fn discover(selected: &[usize]) -> Result<Vec<Gpu>, String> {
-    // SAFETY: only looks for the library by name; nothing is called through it.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("no CUDA driver library (libcuda.so.1) on this machine".into());
-    }
-    // A driver too old for a symbol cudarc needs panics inside cudarc: treat it as no GPU.
-    catch_unwind(AssertUnwindSafe(|| open(selected)))
-        .unwrap_or_else(|_| Err("the CUDA driver library could not be used".into()))
-}
-
-fn open(selected: &[usize]) -> Result<Vec<Gpu>, String> {
-    let count = CudaContext::device_count().map_err(|e| format!("CUDA driver: {e}"))?;
-    let count = usize::try_from(count).unwrap_or(0);
-    if count == 0 {
-        return Err("the CUDA driver reports no devices".into());
-    }
-    let ordinals: Vec<usize> = if selected.is_empty() {
-        (0..count).collect()
-    } else {
-        let mut seen = std::collections::HashSet::new();
-        if let Some(dup) = selected.iter().find(|o| !seen.insert(**o)) {
-            return Err(format!("GPU {dup} is listed twice"));
-        }
-        if let Some(bad) = selected.iter().find(|&&o| o >= count) {
-            return Err(format!(
-                "proving.gpus names device {bad}, but this machine has {count} (0..{})",
-                count - 1
-            ));
-        }
-        selected.to_vec()
-    };
-    ordinals
-        .into_iter()
-        .map(|ordinal| {
-            let err = |e: cudarc::driver::DriverError| format!("GPU {ordinal}: {e}");
-            let ctx = CudaContext::new(ordinal).map_err(err)?;
-            // One stream per backend, used by one thread at a time: no per-buffer events.
-            // SAFETY: called before any buffer or stream exists on this context.
-            unsafe { ctx.disable_event_tracking() };
-            let info = GpuInfo {
-                ordinal,
-                name: ctx.name().map_err(err)?,
-                compute_capability: ctx.compute_capability().map_err(err)?,
-                memory_bytes: ctx.total_mem().map_err(err)? as u64,
-            };
-            Ok(Gpu { ctx, info })
-        })
-        .collect()
-}
+pub use backend::GpuBackend;
+pub use device::{discover, Gpu, GpuInfo};
+pub use msm::MsmShape;
+pub use select::{select, BackendChoice, Provers};

@@ -1,25 +1,30 @@
-//! Groth16 proving, as in the paper: the quotient polynomial h by NTT, the MSMs over the SRS, and
-//! randomization with r and s. Backends (CPU, GPU) implement [`Backend`]; [`prove`] is
-//! the one algorithm that drives them.
+//! Groth16 proving, as in the paper: the quotient polynomial h by NTT ([`domain`]), the MSMs over
+//! the SRS ([`msm`]), and randomization with r and s ([`prover`]). Hardware implements
+//! [`Backend`]: the CPU here ([`cpu`]), GPUs in [`crate::gpu`]; [`prove`] is the one algorithm
+//! that drives them.
 
 pub mod cpu;
 pub mod domain;
-pub mod gpu;
 pub mod msm;
 mod prover;
-pub mod select;
 
 pub use bellperson::groth16::Proof;
 pub use cpu::CpuBackend;
-pub use gpu::{GpuBackend, StageTime};
 pub use prover::{prove, prove_start, ProveTimings, Started};
-pub use select::{select, BackendChoice, Provers};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 use msm::MsmStats;
 
 use crate::srs::Srs;
+
+/// Time and bytes of one stage of a backend's device work (a transfer, a group of kernels).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StageTime {
+    pub stage: String,
+    pub seconds: f64,
+    pub bytes: u64,
+}
 
 /// A G1 base query of a parameter set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -483,8 +483,8 @@ fn check_matrix(pce: &Pce, m: usize) -> Result<(), FileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::circuits::synthetic::SyntheticCircuit;
     use crate::pce::record;
+    use crate::synth::synthetic::SyntheticCircuit;
 
     fn recorded() -> Pce {
         record(SyntheticCircuit::new(2, 3000, 1)).unwrap()

@@ -10,7 +10,7 @@ mod record;
 pub mod store;
 
 pub use record::record;
-pub use store::PceStore;
+pub use store::{Obtained, PceKey, PceStore};
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -428,8 +428,8 @@ static CIRCUIT_CRATES: LazyLock<String> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::circuits::synthetic::SyntheticCircuit;
     use crate::synth::synthesize;
+    use crate::synth::synthetic::SyntheticCircuit;
 
     /// SyntheticCircuits synthesized in sub-systems extended into the root, as Filecoin's
     /// circuits do on extensible constraint systems.

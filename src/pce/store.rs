@@ -1,7 +1,10 @@
-//! PCE files in the data directory: `<circuit id>.pce`, one extraction per circuit at a time in
-//! this process (a flight lock per id) and across processes (an exclusive `flock` on
-//! `<circuit id>.pce.lock`, held from the second look at the file until the new one is renamed
+//! PCE files in the data directory: `<circuit>.pce`, one extraction per circuit at a time in
+//! this process (a flight lock per name) and across processes (an exclusive `flock` on
+//! `<circuit>.pce.lock`, held from the second look at the file until the new one is renamed
 //! into place). A file that fails to load is logged and removed under that lock, then made again.
+//!
+//! The store knows circuits only by [`PceKey`] (a name and the hash the file must carry) and
+//! records them through the closure its caller passes: what a circuit is belongs to the caller.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -12,8 +15,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::file::{self, FileError};
-use super::{circuit_hash, Pce};
-use crate::circuits::{params, CircuitId};
+use super::Pce;
 
 /// How a PCE was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,10 +37,13 @@ impl std::fmt::Debug for PceStore {
     }
 }
 
-/// The hash a circuit's PCE file must carry.
-pub fn hash_of(circuit: &CircuitId) -> Result<[u8; 32]> {
-    let parameters = params::cache_identifier(circuit.kind(), circuit.sector_size())?;
-    Ok(circuit_hash(&parameters))
+/// A circuit as the store knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PceKey {
+    /// The file's name without `.pce` (a stable circuit name such as `porep-32g`).
+    pub name: String,
+    /// What the file's header must carry ([`super::circuit_hash`] of the circuit).
+    pub hash: [u8; 32],
 }
 
 /// `<circuit>.pce.lock` in `dir`: held (flock) by whoever writes that circuit's file.
@@ -83,53 +88,58 @@ impl PceStore {
         })
     }
 
-    pub fn path(&self, circuit: &CircuitId) -> PathBuf {
-        self.dir.join(format!("{circuit}.pce"))
+    /// The file of the circuit named `name`.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.pce"))
     }
 
-    /// The PCE of `circuit` if its file is present and good; never extracts. A bad file is
+    /// The PCE of `key` if its file is present and good; never extracts. A bad file is
     /// reported (and left for an extraction to replace).
-    pub fn load(&self, circuit: &CircuitId) -> Result<Option<Pce>, FileError> {
-        let hash =
-            hash_of(circuit).map_err(|e| FileError::Io(std::io::Error::other(format!("{e:#}"))))?;
-        match file::load(&self.path(circuit), circuit.as_str(), &hash) {
+    pub fn load(&self, key: &PceKey) -> Result<Option<Pce>, FileError> {
+        match file::load(&self.path(&key.name), &key.name, &key.hash) {
             Ok(pce) => Ok(Some(pce)),
             Err(FileError::Missing) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Removes `circuit`'s file (under its lock) after it proved wrong for the circuit; the
-    /// next extraction makes it again.
-    pub fn discard(&self, circuit: &CircuitId) -> Result<()> {
-        let lock_file = open_lock(&self.dir, circuit.as_str())?;
+    /// Removes the file of the circuit named `name` (under its lock) after it proved wrong for
+    /// the circuit; the next extraction makes it again.
+    pub fn discard(&self, name: &str) -> Result<()> {
+        let lock_file = open_lock(&self.dir, name)?;
         lock_file.lock()?;
-        match std::fs::remove_file(self.path(circuit)) {
+        match std::fs::remove_file(self.path(name)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
         }
     }
 
-    /// The PCE of `circuit`: its file if good, else recorded from the blank circuit, written
-    /// atomically and loaded back. `force` records and writes anew even over a good file.
-    pub fn obtain(&self, circuit: &CircuitId, force: bool) -> Result<(Pce, Obtained)> {
+    /// The PCE of `key`: its file if good, else made by `record` (from the blank circuit),
+    /// written atomically and loaded back. `force` records and writes anew even over a good
+    /// file.
+    pub fn obtain(
+        &self,
+        key: &PceKey,
+        force: bool,
+        record: impl FnOnce() -> Result<Pce>,
+    ) -> Result<(Pce, Obtained)> {
         let flight = lock(&self.flights)
-            .entry(circuit.to_string())
+            .entry(key.name.clone())
             .or_default()
             .clone();
         let _one_extraction = lock(&flight);
-        let hash = hash_of(circuit)?;
-        let path = self.path(circuit);
-        let look = || file::load(&path, circuit.as_str(), &hash);
+        let (name, hash) = (key.name.as_str(), &key.hash);
+        let path = self.path(name);
+        let look = || file::load(&path, name, hash);
         if !force {
             if let Ok(pce) = look() {
                 return Ok((pce, Obtained::Loaded));
             }
         }
-        let lock_file = open_lock(&self.dir, circuit.as_str())?;
+        let lock_file = open_lock(&self.dir, name)?;
         lock_file
             .lock()
-            .with_context(|| format!("locking the PCE lock of {circuit}"))?;
+            .with_context(|| format!("locking the PCE lock of {name}"))?;
         // Another process may have made it while this one waited for the lock.
         if !force {
             match look() {
@@ -147,14 +157,14 @@ impl PceStore {
             }
         }
         let start = Instant::now();
-        let pce = params::record_blank(circuit.kind(), circuit.sector_size())?;
+        let pce = record()?;
         let recorded_s = start.elapsed().as_secs_f64();
-        file::write(&path, circuit.as_str(), &hash, &pce)?;
+        file::write(&path, name, hash, &pce)?;
         drop(pce);
-        let pce = file::load(&path, circuit.as_str(), &hash)
+        let pce = file::load(&path, name, hash)
             .with_context(|| format!("reading back {}", path.display()))?;
         tracing::info!(
-            circuit = %circuit,
+            circuit = name,
             recorded_s,
             total_s = start.elapsed().as_secs_f64(),
             bytes = pce.bytes(),

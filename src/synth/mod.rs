@@ -4,8 +4,11 @@
 //! every prover backend consumes it. [`synthesize`] records exactly what bellperson's prover
 //! records (input ONE first, then one `input * 0 = 0` row per public input after the circuit), so
 //! that a proof made from it with the same r and s is byte-identical to bellperson's.
+//! [`synthetic`] is a circuit of any size for tests and benchmarks that need no Filecoin
+//! parameters.
 
 mod density;
+pub mod synthetic;
 
 pub use density::Density;
 

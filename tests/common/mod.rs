@@ -15,7 +15,8 @@ pub const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 /// The test parameter cache, kept between runs (CUZK_TEST_PARAMS, default
 /// /var/tmp/cuzk-test-params). Missing 2 KiB parameters of every proof kind are made once
 /// through `cuzk params generate` (about 21 minutes on 2 cores: PoRep 13, SnapDeals 7, both
-/// PoSt 1; none when warm). Also points this process's filecoin-proofs at it.
+/// PoSt 1; none when warm). Also points this process's filecoin-proofs at it, for the verifiers
+/// of filecoin-proofs-api the tests hold cuzk's proofs against (cuzk itself never reads it).
 pub fn params_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -57,6 +58,18 @@ pub fn sealed_c1() -> SealCommitPhase1Output {
     .clone()
 }
 
+/// The files of `job`'s parameter set in the test cache.
+pub fn parameter_files(job: &dyn cuzk::circuits::ProofJob) -> cuzk::circuits::ParameterFiles {
+    cuzk::circuits::ParameterFiles::new(&params_dir(), &job.parameter_set())
+}
+
+/// The verifying key of `job`'s parameter set.
+pub fn verifying_key(
+    job: &dyn cuzk::circuits::ProofJob,
+) -> bellperson::groth16::VerifyingKey<blstrs::Bls12> {
+    cuzk::srs::read_verifying_key(&parameter_files(job).vk).unwrap()
+}
+
 pub fn cuzk(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cuzk"))
         .args(args)
@@ -74,17 +87,17 @@ pub fn stderr(out: &Output) -> String {
 /// from the blank circuit into a fresh store) must give the same synthesized proof, value for
 /// value, and the same proof bytes.
 pub fn assert_identical_to_bellperson(
-    job: &dyn cuzk::circuits::ProofJob,
+    job: &dyn cuzk::circuits::oracle::OracleJob,
     k: usize,
     r: blstrs::Scalar,
     s: blstrs::Scalar,
 ) -> cuzk::groth16::Proof<blstrs::Bls12> {
     let kind = job.kind();
-    let path = job.params_path();
+    let path = parameter_files(job).params;
     let synth = job.synthesize(k).unwrap();
     let pce_dir = tempfile::tempdir().unwrap();
     let store = cuzk::pce::PceStore::open(pce_dir.path()).unwrap();
-    let (pce, _) = store.obtain(&job.circuit_id(), false).unwrap();
+    let (pce, _) = job.circuit_id().obtain_pce(&store, false).unwrap();
     let (fast, synth_path) = job.synthesize_with(k, Some(&pce)).unwrap();
     drop(pce);
     assert_eq!(synth_path, cuzk::synth::SynthPath::Pce, "{kind}");

@@ -1,8 +1,10 @@
-// Number-theoretic transforms over Fr and the quotient polynomial H, as radix-2 passes.
+// Number-theoretic transforms over Fr, as radix-2 passes.
 //
 // A forward transform is a bit-reversal followed by log n Cooley-Tukey stages; the inverse is the
 // same with omega^-1 (the 1/n factor goes into the coset scaling that follows). Twiddles and coset
 // powers come from two small tables: w^i = lo[i & (2^lo_bits - 1)] * hi[i >> lo_bits].
+
+#include "ff/fr.cuh"
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 
@@ -43,14 +45,6 @@ extern "C" __global__ void fr_scale_powers(fr_t *v, u32 n, const fr_t *p_lo, con
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     v[i] = fr_mul(v[i], fr_table_power(p_lo, p_hi, lo_bits, i));
-}
-
-// a[i] <- (a[i] * b[i] - c[i]) * z_inv[0].
-extern "C" __global__ void fr_h_pointwise(fr_t *a, const fr_t *b, const fr_t *c, u32 n,
-                                          const fr_t *z_inv) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    a[i] = fr_mul(fr_sub(fr_mul(a[i], b[i]), c[i]), z_inv[0]);
 }
 
 #endif

@@ -1,7 +1,13 @@
+#ifndef CUZK_EC_XYZZ_CUH
+#define CUZK_EC_XYZZ_CUH
+
 // Short Weierstrass points y^2 = x^3 + b over Fp (G1) or Fp2 (G2), generic over the field F.
 // Affine points are laid out as blst's (x, y); blst writes the point at infinity as (0, 0).
 // Accumulators are XYZZ: x = X/ZZ, y = Y/ZZZ with ZZ^3 = ZZZ^2; infinity is ZZ = 0.
 // Formulas: add-2008-s, madd-2008-s, dbl-2008-s-1, mdbl-2008-s-1 (Explicit-Formulas Database, a = 0).
+
+#include "ff/fp.cuh"
+#include "ff/fp2.cuh"
 
 template <class F>
 struct affine_t {
@@ -126,3 +132,5 @@ FN void xyzz_add(xyzz_t<F> &p, const xyzz_t<F> &q) {
     p.ZZ = f_mul(f_mul(p.ZZ, q.ZZ), PP);
     p.ZZZ = f_mul(f_mul(p.ZZZ, q.ZZZ), PPP);
 }
+
+#endif  // CUZK_EC_XYZZ_CUH

@@ -1,4 +1,4 @@
-//! Which backends prove: the GPUs found (one backend per device), or the CPU.
+//! Which backends prove: the GPUs found (one [`GpuBackend`] per device), or the CPU.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -6,11 +6,11 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Backend, CpuBackend, GpuBackend};
-use crate::gpu::{self, GpuInfo};
+use super::{GpuBackend, GpuInfo};
+use crate::groth16::{Backend, CpuBackend};
 
-/// `proving.backend`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+/// Which backends prove (`proving.backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
     /// Every GPU found (or those of `proving.gpus`); the CPU when there is none.
@@ -20,6 +20,30 @@ pub enum BackendChoice {
     Cpu,
     /// The GPUs; refuse to start without one.
     Gpu,
+}
+
+impl BackendChoice {
+    pub const ALL: [BackendChoice; 3] =
+        [BackendChoice::Auto, BackendChoice::Cpu, BackendChoice::Gpu];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Cpu => "cpu",
+            BackendChoice::Gpu => "gpu",
+        }
+    }
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        BackendChoice::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| format!("{s:?} is not a backend (auto, cpu, gpu)"))
+    }
 }
 
 /// The backends chosen, one per GPU, or the CPU alone.
@@ -48,7 +72,7 @@ pub fn select(choice: BackendChoice, gpus: &[usize], kernel_cache: &Path) -> Res
         tracing::info!("proving on the CPU (proving.backend = \"cpu\")");
         return Ok(Provers::cpu());
     }
-    let found = match gpu::discover(gpus) {
+    let found = match super::discover(gpus) {
         Ok(found) => found,
         Err(reason) if choice == BackendChoice::Auto => {
             tracing::info!(reason = %reason, "no GPU: proving on the CPU");
@@ -91,7 +115,7 @@ mod tests {
     /// "gpu" refuses with a one-line reason. Where a GPU is present it checks nothing of that.
     #[test]
     fn without_a_gpu_auto_is_the_cpu_and_gpu_is_refused() {
-        if gpu::discover(&[]).is_ok() {
+        if crate::gpu::discover(&[]).is_ok() {
             eprintln!("skipped: this machine has a GPU");
             return;
         }

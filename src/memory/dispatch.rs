@@ -1,21 +1,23 @@
 //! The reactive dispatcher: decides which partition starts synthesis next. A partition starts
 //! only when (1) its memory reservation fits in what is left of the budget and (2) the number of
-//! partitions holding memory ahead of the GPU (synthesizing, synthesized, queued for the GPU) is
-//! under the configured depth. Nothing is admitted speculatively: at start-up at most `depth`
-//! partitions hold memory, however many are queued.
+//! partitions holding memory ahead of the prover (synthesizing, synthesized, queued for a prover
+//! slot: a GPU, or the CPU) is under the configured depth. Nothing is admitted speculatively: at
+//! start-up at most `depth` partitions hold memory, however many are queued.
 //!
 //! Order: the highest priority first (WinningPoSt, then WindowPoSt, then SnapDeals and PoRep),
 //! FIFO within a priority; partitions of several jobs interleave in that order. A partition that
 //! does not fit blocks those behind it (no smaller job jumps the queue and starves it).
 //!
-//! Parameter sets are reserved from the same budget as holds: admitted before partitions when
-//! they fit, never counted in the depth, and never blocking partitions while they wait (the
-//! partitions ahead belong to running jobs, which finish and give their memory back; the engine
-//! starts only more urgent jobs while a hold waits). A hold next to others is admitted only if it leaves
-//! room for one more set of the largest size held: a partition is smaller than its parameter set,
-//! so every job holding a set can still start a partition and finish, and holds cannot deadlock.
+//! Loaded sets (parameter sets, PCEs) and PCE extractions are reserved from the same budget as
+//! holds: admitted before partitions when they fit, never counted in the depth, and never
+//! blocking partitions while they wait (the partitions ahead belong to running jobs, which finish
+//! and give their memory back; the engine starts only more urgent jobs while a hold waits). A
+//! hold next to others is admitted only if it leaves room for one more set of the largest size
+//! held: a partition is smaller than its parameter set, so every job holding a set can still
+//! start a partition and finish, and holds cannot deadlock.
 //!
-//! Pure state, no threads and no clock: the engine drives it, and so does the simulation test.
+//! Pure state, no threads and no clock: [`super::Admission`] drives it, and so does the
+//! simulation test.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -66,7 +68,7 @@ pub struct Dispatcher<T> {
     budget: u64,
     depth: usize,
     reserved: u64,
-    ahead_of_gpu: usize,
+    ahead_of_prover: usize,
     seq: u64,
     queue: BinaryHeap<Queued<T>>,
     holds: BinaryHeap<Queued<T>>,
@@ -80,7 +82,7 @@ impl<T> Dispatcher<T> {
             budget,
             depth: depth.max(1),
             reserved: 0,
-            ahead_of_gpu: 0,
+            ahead_of_prover: 0,
             seq: 0,
             queue: BinaryHeap::new(),
             holds: BinaryHeap::new(),
@@ -93,7 +95,7 @@ impl<T> Dispatcher<T> {
         self.push(false, work)
     }
 
-    /// Queues a hold (a parameter set): bytes kept until released, outside the depth.
+    /// Queues a hold (a loaded set): bytes kept until released, outside the depth.
     pub fn enqueue_hold(&mut self, work: Work<T>) -> Result<(), Work<T>> {
         self.push(true, work)
     }
@@ -159,7 +161,7 @@ impl<T> Dispatcher<T> {
         } else {
             Blocked::Budget
         })?;
-        if self.ahead_of_gpu >= self.depth {
+        if self.ahead_of_prover >= self.depth {
             return Err(Blocked::Depth);
         }
         if self.reserved + head.work.bytes > self.budget {
@@ -167,18 +169,18 @@ impl<T> Dispatcher<T> {
         }
         let work = self.queue.pop().expect("peeked").work;
         self.reserved += work.bytes;
-        self.ahead_of_gpu += 1;
+        self.ahead_of_prover += 1;
         Ok(work)
     }
 
-    /// A partition reached the GPU: it no longer counts ahead of it (its memory still does).
-    pub fn on_gpu(&mut self) {
-        self.ahead_of_gpu = self.ahead_of_gpu.saturating_sub(1);
+    /// A partition reached the prover: it no longer counts ahead of it (its memory still does).
+    pub fn reached_prover(&mut self) {
+        self.ahead_of_prover = self.ahead_of_prover.saturating_sub(1);
     }
 
-    /// A partition ended before reaching the GPU (error, cancellation).
+    /// A partition ended before reaching the prover (error, cancellation).
     pub fn abandoned(&mut self, bytes: u64) {
-        self.on_gpu();
+        self.reached_prover();
         self.release(bytes);
     }
 
@@ -216,8 +218,8 @@ impl<T> Dispatcher<T> {
         self.budget
     }
 
-    pub fn ahead_of_gpu(&self) -> usize {
-        self.ahead_of_gpu
+    pub fn ahead_of_prover(&self) -> usize {
+        self.ahead_of_prover
     }
 
     pub fn queued(&self) -> usize {
@@ -317,7 +319,7 @@ mod simulation {
                 if gpu.is_none() && !gpu_queue.is_empty() {
                     gpu_queue.sort_by_key(|(p, o, _)| (*p, *o));
                     let (_, _, part) = gpu_queue.remove(0);
-                    d.on_gpu();
+                    d.reached_prover();
                     trace.gpu_busy.push((now, now + part.gpu));
                     trace.busy_per_gpu[i] += part.gpu;
                     *gpu = Some((now + part.gpu, part));
@@ -334,7 +336,7 @@ mod simulation {
                 }
             }
             trace.max_reserved = trace.max_reserved.max(d.reserved());
-            trace.max_ahead = trace.max_ahead.max(d.ahead_of_gpu());
+            trace.max_ahead = trace.max_ahead.max(d.ahead_of_prover());
             assert!(d.reserved() <= d.budget(), "over budget at {now}");
             let idle = synthesizing.is_empty()
                 && devices.iter().all(Option::is_none)
@@ -484,7 +486,7 @@ mod simulation {
         assert_eq!(d.admit().unwrap().item, "b");
         assert_eq!(d.admit().unwrap_err(), Blocked::Empty);
         d.abandoned(4);
-        assert_eq!((d.reserved(), d.ahead_of_gpu()), (0, 0));
+        assert_eq!((d.reserved(), d.ahead_of_prover()), (0, 0));
     }
 
     #[test]
@@ -501,11 +503,11 @@ mod simulation {
         d.enqueue(work(2, 30, "a-1")).unwrap();
         assert_eq!(d.admit(), Ok(work(2, 60, "set-a")));
         assert_eq!(d.admit(), Ok(work(2, 30, "a-1")));
-        assert_eq!(d.ahead_of_gpu(), 1);
+        assert_eq!(d.ahead_of_prover(), 1);
         // A more urgent set of 50 waits for room without stopping job a's next partition.
         d.enqueue_hold(work(0, 50, "set-b")).unwrap();
         d.enqueue(work(2, 10, "a-2")).unwrap();
-        d.on_gpu();
+        d.reached_prover();
         assert_eq!(d.admit(), Ok(work(2, 10, "a-2")));
         assert_eq!(d.admit(), Err(Blocked::Budget));
         // Job a ends: its partitions and its set go back, and set b is held.
@@ -558,7 +560,7 @@ mod simulation {
         assert!(d.try_hold(10));
         d.release_hold(10);
         // A queued hold comes first.
-        d.on_gpu();
+        d.reached_prover();
         d.release(10);
         assert_eq!(d.admit(), Ok(work(2, 60, "a-2")));
         d.enqueue_hold(work(3, 50, "extraction")).unwrap();

@@ -11,6 +11,9 @@
 // 3. msm_reduce_*: halves the groups, pairwise, until one point per window is left.
 // The host weighs the W window sums by 2^(c w).
 
+#include "ff/fr.cuh"
+#include "ec/xyzz.cuh"
+
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 
 extern "C" __global__ void msm_digits(const fr_t *scalars, u32 n, u32 c, u32 windows,

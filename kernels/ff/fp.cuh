@@ -1,0 +1,64 @@
+#ifndef CUZK_FF_FP_CUH
+#define CUZK_FF_FP_CUH
+
+// The BLS12-381 base field Fp: 12 limbs, Montgomery form (R = 2^384), blst's layout; and the
+// operations the curve code (ec/) uses, overloaded on the field.
+
+#include "ff/mont.cuh"
+
+CONST_ARRAY u32 FP_MODULUS[12] = {0xffffaaab, 0xb9feffff, 0xb153ffff, 0x1eabfffe,
+                                  0xf6b0f624, 0x6730d2a0, 0xf38512bf, 0x64774b84,
+                                  0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
+// R mod p: one in Montgomery form.
+CONST_ARRAY u32 FP_ONE[12] = {0x0002fffd, 0x76090000, 0xc40c0002, 0xebf4000b,
+                              0x53c758ba, 0x5f489857, 0x70525745, 0x77ce5853,
+                              0xa256ec6d, 0x5c071a97, 0xfa80e493, 0x15f65ec3};
+// -p^-1 mod 2^32.
+#define FP_INV 0xfffcfffdu
+
+struct fp_t {
+    u32 l[12];
+};
+
+FN_CALL fp_t fp_mul(const fp_t &a, const fp_t &b) {
+    fp_t r;
+    mont_mul<12>(r.l, a.l, b.l, FP_MODULUS, FP_INV);
+    return r;
+}
+FN fp_t fp_sqr(const fp_t &a) { return fp_mul(a, a); }
+FN_CALL fp_t fp_add(const fp_t &a, const fp_t &b) {
+    fp_t r;
+    mod_add<12>(r.l, a.l, b.l, FP_MODULUS);
+    return r;
+}
+FN_CALL fp_t fp_sub(const fp_t &a, const fp_t &b) {
+    fp_t r;
+    mod_sub<12>(r.l, a.l, b.l, FP_MODULUS);
+    return r;
+}
+FN fp_t fp_zero() {
+    fp_t r;
+#pragma unroll
+    for (int j = 0; j < 12; j++) r.l[j] = 0;
+    return r;
+}
+FN fp_t fp_one() {
+    fp_t r;
+#pragma unroll
+    for (int j = 0; j < 12; j++) r.l[j] = FP_ONE[j];
+    return r;
+}
+FN bool fp_is_zero(const fp_t &a) { return limbs_zero<12>(a.l); }
+FN fp_t fp_neg(const fp_t &a) { return fp_sub(fp_zero(), a); }
+
+// The operations the curve code uses, overloaded on the field.
+FN fp_t f_add(const fp_t &a, const fp_t &b) { return fp_add(a, b); }
+FN fp_t f_sub(const fp_t &a, const fp_t &b) { return fp_sub(a, b); }
+FN fp_t f_mul(const fp_t &a, const fp_t &b) { return fp_mul(a, b); }
+FN fp_t f_sqr(const fp_t &a) { return fp_sqr(a); }
+FN fp_t f_neg(const fp_t &a) { return fp_neg(a); }
+FN bool f_is_zero(const fp_t &a) { return fp_is_zero(a); }
+FN void f_set_zero(fp_t &a) { a = fp_zero(); }
+FN void f_set_one(fp_t &a) { a = fp_one(); }
+
+#endif  // CUZK_FF_FP_CUH

@@ -1,0 +1,111 @@
+//! The appliance assembled from [`Settings`]: the one wiring `cuzk serve` and every `cuzk bench`
+//! that runs the engine use, so that a benchmark measures what production runs. Budget from the
+//! cgroup (or MemTotal), backends from `proving.backend`, concurrency derived from the cores and
+//! GPUs where not configured, the memory gate, the prover slots, the PCE store, the engine.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::config::Settings;
+use crate::engine::{Concurrency, Engine, Limits, ProverSlots, Proving};
+use crate::groth16::Backend;
+use crate::jobs::JobStore;
+use crate::memory::{Admission, Budget, System};
+use crate::metrics::Metrics;
+use crate::pce::PceStore;
+use crate::systemd::Notifier;
+
+/// A running engine and what was derived on the way.
+pub struct Appliance {
+    pub engine: Engine,
+    pub metrics: Arc<Metrics>,
+    pub budget: Budget,
+    pub concurrency: Concurrency,
+    /// The prover slots (their busy times are the bench's prover occupancy).
+    pub slots: Arc<ProverSlots>,
+    /// The backends behind the slots: each GPU, or the CPU.
+    pub backends: Vec<Arc<dyn Backend>>,
+}
+
+/// What SIGHUP may change in a running engine.
+pub fn limits(s: &Settings) -> Limits {
+    Limits {
+        max_queued_jobs: s.max_queued_jobs,
+        retention: s.retention,
+        retention_count: s.retention_count,
+    }
+}
+
+/// Starts the engine as `settings` say, its jobs in `<data_dir>` (the data directory is made if
+/// missing). `notifier` and `watchdog`: systemd's, under `cuzk serve`.
+pub fn assemble(
+    settings: &Settings,
+    notifier: Option<Arc<Notifier>>,
+    watchdog: Option<Duration>,
+) -> Result<Appliance> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("creating data dir {}", settings.data_dir.display()))?;
+    let store = JobStore::open(&settings.data_dir)?;
+    let budget = Budget::detect(
+        &System::default(),
+        settings.budget_bytes,
+        settings.margin_bytes,
+    )
+    .context("reading the memory limits")?;
+    tracing::info!(
+        budget_bytes = budget.total_bytes,
+        limit_bytes = budget.limit_bytes,
+        source = %budget.source,
+        "memory budget"
+    );
+    let metrics = Arc::new(Metrics::new());
+    metrics.budget_bytes.set(budget.total_bytes as i64);
+    metrics.memory_limit_bytes.set(budget.limit_bytes as i64);
+    let provers = crate::gpu::select(settings.backend, &settings.gpus, &settings.kernel_dir)?;
+    let slot_count = settings.provers * provers.backends.len();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let concurrency =
+        Concurrency::derive(settings.workers, settings.depth, cores, provers.gpus.len());
+    tracing::info!(
+        workers = concurrency.workers,
+        depth = concurrency.depth,
+        prover_slots = slot_count,
+        backend = provers.name(),
+        cores,
+        "concurrency (0 in proving.workers/depth: derived)"
+    );
+    let admission = Admission::new(budget.total_bytes, concurrency.depth);
+    let slots = ProverSlots::new(slot_count);
+    let pce = if settings.pce {
+        Some(Arc::new(PceStore::open(&settings.pce_dir)?))
+    } else {
+        None
+    };
+    let backends = provers.backends.clone();
+    let engine = Engine::start(
+        store,
+        metrics.clone(),
+        Proving {
+            admission,
+            slots: slots.clone(),
+            provers,
+            finish: settings.finish,
+            workers: concurrency.workers,
+            params_dir: settings.params_dir.clone(),
+            pce,
+        },
+        limits(settings),
+        notifier,
+        watchdog,
+    )?;
+    Ok(Appliance {
+        engine,
+        metrics,
+        budget,
+        concurrency,
+        slots,
+        backends,
+    })
+}

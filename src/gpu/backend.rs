@@ -1,0 +1,314 @@
+//! [`GpuBackend`]: the groth16 [`Backend`] on one device, its kernels launched through cudarc.
+//!
+//! Host buffers go to the device as they are: blstrs keeps scalars and points in Montgomery form
+//! with blst's limb order, which is the kernels' layout ([`Words`]). One call's work runs on a
+//! device at a time (its time counts as busy); stages are timed (transfers and kernels apart)
+//! when a bench or the selftest asks. The work itself is in `ntt` (h), `msm` and `resident`
+//! (the bases kept on the device and the room every call needs).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig};
+use cudarc::nvrtc::Ptx;
+
+use super::kernels::{self, Kernel};
+use super::resident::Resident;
+use super::{Gpu, GpuInfo};
+use crate::groth16::domain::DomainTooLarge;
+use crate::groth16::msm::MsmStats;
+use crate::groth16::{Backend, G1Query, ProveError, StageTime};
+use crate::srs::Srs;
+
+/// The loaded kernels, indexed by [`Kernel`].
+pub(super) struct Kernels(Vec<CudaFunction>);
+
+impl Kernels {
+    fn load(module: &Arc<CudaModule>) -> Result<Kernels, DriverError> {
+        Kernel::ALL
+            .iter()
+            .map(|k| module.load_function(k.name()))
+            .collect::<Result<_, _>>()
+            .map(Kernels)
+    }
+
+    pub(super) fn get(&self, k: Kernel) -> &CudaFunction {
+        &self.0[k as usize]
+    }
+}
+
+/// Launches kernel `$k` over `$threads` threads in blocks of `$block`, with the arguments in
+/// the order and types the kernel declares.
+macro_rules! launch {
+    ($gpu:expr, $k:expr, $threads:expr, $block:expr; $($arg:expr),* $(,)?) => {{
+        let threads: usize = $threads;
+        if threads > 0 {
+            use cudarc::driver::PushKernelArg;
+            let mut b = $gpu.stream.launch_builder($gpu.kernels.get($k));
+            $( b.arg($arg); )*
+            // SAFETY: each call site passes its kernel's parameters in order, with buffers as
+            // long as `threads` implies.
+            unsafe { b.launch($crate::gpu::backend::grid(threads, $block)) }?;
+        }
+    }};
+}
+pub(super) use launch;
+
+pub(super) fn grid(threads: usize, block: u32) -> LaunchConfig {
+    let blocks = u32::try_from(threads.div_ceil(block as usize)).expect("grid fits in u32");
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+pub struct GpuBackend {
+    pub(super) info: GpuInfo,
+    pub(super) stream: Arc<CudaStream>,
+    pub(super) kernels: Kernels,
+    /// One call's device work at a time.
+    busy: Mutex<()>,
+    /// Nanoseconds `busy` has been held: the device's occupancy.
+    busy_ns: AtomicU64,
+    /// Stage times are kept only when asked (`cuzk bench`, `cuzk selftest`): the service
+    /// proves forever and must not accumulate them.
+    recording: AtomicBool,
+    stages: Mutex<Vec<StageTime>>,
+    pub(super) resident: Mutex<Resident>,
+    pub(super) keep_bases: AtomicBool,
+}
+
+impl GpuBackend {
+    /// Loads the kernels onto `gpu`, from the cubin cache in `cache_dir` or compiled there.
+    pub fn new(gpu: &Gpu, cache_dir: &std::path::Path) -> anyhow::Result<GpuBackend> {
+        let arch = gpu.info.arch();
+        let (cubin, origin, took) = kernels::load(cache_dir, &arch)?;
+        tracing::info!(
+            gpu = gpu.info.ordinal,
+            name = %gpu.info.name,
+            arch,
+            cubin_bytes = cubin.len(),
+            source = ?origin,
+            seconds = took.as_secs_f64(),
+            "GPU kernels ready"
+        );
+        let module = gpu.ctx.load_module(Ptx::from_binary(cubin))?;
+        Ok(GpuBackend {
+            info: gpu.info.clone(),
+            stream: gpu.ctx.new_stream()?,
+            kernels: Kernels::load(&module)?,
+            busy: Mutex::new(()),
+            busy_ns: AtomicU64::new(0),
+            recording: AtomicBool::new(false),
+            stages: Mutex::new(Vec::new()),
+            resident: Mutex::new(Resident::default()),
+            keep_bases: AtomicBool::new(true),
+        })
+    }
+
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// The device for one call's work; its time counts as busy.
+    pub(super) fn occupy(&self) -> Occupied<'_> {
+        Occupied {
+            _guard: lock(&self.busy),
+            since: Instant::now(),
+            busy_ns: &self.busy_ns,
+        }
+    }
+
+    /// Ends a stage begun at `since` once the stream has run it; records it if asked.
+    pub(super) fn record(
+        &self,
+        stage: String,
+        since: Instant,
+        bytes: u64,
+    ) -> Result<Instant, DriverError> {
+        self.stream.synchronize()?;
+        let now = Instant::now();
+        if !self.recording.load(Ordering::Relaxed) {
+            return Ok(now);
+        }
+        lock(&self.stages).push(StageTime {
+            stage,
+            seconds: (now - since).as_secs_f64(),
+            bytes,
+        });
+        Ok(now)
+    }
+
+    /// A device buffer of `len_words` words starting with `host` (zeros after it).
+    pub(super) fn upload<T: Words>(
+        &self,
+        host: &[T],
+        len_words: usize,
+    ) -> Result<CudaSlice<u32>, DriverError> {
+        let words = words(host);
+        let mut dev = if words.len() == len_words {
+            // SAFETY: fully overwritten by the copy below.
+            unsafe { self.stream.alloc::<u32>(len_words) }?
+        } else {
+            self.stream.alloc_zeros::<u32>(len_words)?
+        };
+        if !words.is_empty() {
+            self.stream
+                .memcpy_htod(words, &mut dev.slice_mut(0..words.len()))?;
+        }
+        Ok(dev)
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+
+    fn h_coefficients(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, ProveError> {
+        self.h_on_device(a, b, c).map_err(|e| e.on(&self.info))
+    }
+
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+    ) -> Result<(G1Projective, MsmStats), ProveError> {
+        self.msm_on_device(bases, None, scalars)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+    ) -> Result<(G2Projective, MsmStats), ProveError> {
+        self.msm_on_device(bases, None, scalars)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn msm_g1_query(
+        &self,
+        srs: &Srs,
+        query: G1Query,
+        scalars: &[Scalar],
+    ) -> Result<(G1Projective, MsmStats), ProveError> {
+        self.msm_on_device(query.bases(srs), Some((srs.id, query.name())), scalars)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn msm_b_g2(
+        &self,
+        srs: &Srs,
+        scalars: &[Scalar],
+    ) -> Result<(G2Projective, MsmStats), ProveError> {
+        self.msm_on_device(&srs.b_g2, Some((srs.id, "b_g2")), scalars)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn stage_times(&self) -> Vec<StageTime> {
+        std::mem::take(&mut *lock(&self.stages))
+    }
+
+    fn keep_bases(&self, on: bool) {
+        self.keep_bases.store(on, Ordering::Relaxed);
+        if !on {
+            lock(&self.resident).clear();
+        }
+    }
+
+    fn device_busy(&self) -> Option<Duration> {
+        Some(Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)))
+    }
+
+    fn record_stages(&self, on: bool) {
+        self.recording.store(on, Ordering::Relaxed);
+        if !on {
+            self.stage_times();
+        }
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The device held for one call: the time counts as busy when dropped.
+pub(super) struct Occupied<'a> {
+    _guard: MutexGuard<'a, ()>,
+    since: Instant,
+    busy_ns: &'a AtomicU64,
+}
+
+impl Drop for Occupied<'_> {
+    fn drop(&mut self) {
+        let ns = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(super) enum GpuError {
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+    #[error(transparent)]
+    Domain(DomainTooLarge),
+    #[error("{0}")]
+    Shape(String),
+}
+
+impl GpuError {
+    pub(super) fn on(self, gpu: &GpuInfo) -> ProveError {
+        match self {
+            GpuError::Domain(d) => ProveError::Domain(d),
+            GpuError::Shape(s) => ProveError::ShapeMismatch(s),
+            GpuError::Driver(e) => {
+                ProveError::Device(format!("GPU {} ({}): {e}", gpu.ordinal, gpu.name))
+            }
+        }
+    }
+}
+
+/// Plain data made of 32-bit words, in the kernels' layout.
+///
+/// # Safety
+/// Implementors are `repr(transparent)` over blst types of u64 limbs: size a multiple of 4,
+/// alignment at least 4, every bit pattern readable as words.
+pub(super) unsafe trait Words: Sized {}
+unsafe impl Words for Scalar {}
+unsafe impl Words for G1Affine {}
+unsafe impl Words for G2Affine {}
+
+const _: () = assert!(std::mem::size_of::<Scalar>() == 32);
+const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
+const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
+
+pub(super) fn words<T: Words>(v: &[T]) -> &[u32] {
+    // SAFETY: see `Words`.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v) / 4) }
+}
+
+pub(super) fn words_mut<T: Words>(v: &mut [T]) -> &mut [u32] {
+    // SAFETY: see `Words`; Scalar's every bit pattern the kernels write is a canonical element.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v) / 4) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_are_indexed_in_the_order_of_their_list() {
+        for (i, k) in Kernel::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i, "{k:?}");
+        }
+    }
+}

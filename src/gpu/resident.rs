@@ -1,0 +1,173 @@
+//! Device memory: the bases of parameter sets kept resident between proofs, and room for every
+//! call's working memory.
+//!
+//! A query's bases are keyed by the set's file ([`SrsId`]) and the query's name. As many stay as
+//! fit while the working memory of the largest call (an h over the largest query's domain and an
+//! MSM over its points) stays free; the least recently used go first. Every call first makes
+//! room for its own working memory, letting resident bases go (never the ones it uses). A query
+//! that cannot fit is uploaded for its call alone, as bases outside a parameter set always are.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::{G1Projective, G2Projective};
+use cudarc::driver::{CudaSlice, DriverError};
+
+use super::backend::{lock, words, GpuBackend};
+use super::msm::{msm_working_bytes, GpuCurve};
+use super::ntt::h_working_bytes;
+use crate::srs::SrsId;
+
+/// A query of a parameter set, as the device keeps it.
+pub(super) type BasesKey = (SrsId, &'static str);
+
+/// Device copies of parameter-set bases.
+#[derive(Default)]
+pub(super) struct Resident {
+    entries: Vec<ResidentBases>,
+    /// Counts lookups: the least recently used entry has the smallest `used`.
+    clock: u64,
+    /// Points of the largest query seen: the working memory kept free is sized from it.
+    largest: usize,
+}
+
+struct ResidentBases {
+    key: BasesKey,
+    buf: Arc<CudaSlice<u32>>,
+    bytes: usize,
+    used: u64,
+}
+
+impl Resident {
+    pub(super) fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
+/// Device bytes kept free beside resident bases when the largest query has `points` points:
+/// an h over its domain and an MSM over its points (one call runs at a time; the sum leaves
+/// room for frees still in flight on the stream).
+fn kept_free(points: usize) -> usize {
+    let domain = (points + 1).next_power_of_two();
+    let msm = msm_working_bytes::<G1Projective>(points, true)
+        .max(msm_working_bytes::<G2Projective>(points, true));
+    h_working_bytes(domain) + msm
+}
+
+impl GpuBackend {
+    /// The device copy of `bases` (a whole query) under `key`, uploaded now if missing; None if
+    /// bases are not kept (`keep_bases`) or cannot fit beside the working memory even after the
+    /// other entries are let go.
+    pub(super) fn resident<C: GpuCurve>(
+        &self,
+        key: BasesKey,
+        bases: &[C::Affine],
+    ) -> Result<Option<Arc<CudaSlice<u32>>>, DriverError> {
+        if !self.keep_bases.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let mut r = lock(&self.resident);
+        r.clock += 1;
+        let now = r.clock;
+        if let Some(e) = r.entries.iter_mut().find(|e| e.key == key) {
+            e.used = now;
+            return Ok(Some(e.buf.clone()));
+        }
+        r.largest = r.largest.max(bases.len());
+        let bytes = std::mem::size_of_val(bases);
+        let keep_free = kept_free(r.largest);
+        if !self.make_room(&mut r, bytes + keep_free, None)? {
+            tracing::info!(
+                gpu = self.info.ordinal,
+                query = key.1,
+                bytes,
+                "bases do not fit on the device: uploaded per call"
+            );
+            return Ok(None);
+        }
+        let clock = Instant::now();
+        let buf = Arc::new(self.stream.clone_htod(words(bases))?);
+        self.record(
+            format!("bases {} (resident).upload", key.1),
+            clock,
+            bytes as u64,
+        )?;
+        tracing::info!(
+            gpu = self.info.ordinal,
+            query = key.1,
+            bytes,
+            "bases resident on the device"
+        );
+        r.entries.push(ResidentBases {
+            key,
+            buf: buf.clone(),
+            bytes,
+            used: now,
+        });
+        Ok(Some(buf))
+    }
+
+    /// Lets resident bases go, least recently used first and never `keep`, until `needed` bytes
+    /// are free on the device; whether they are.
+    fn make_room(
+        &self,
+        r: &mut Resident,
+        needed: usize,
+        keep: Option<BasesKey>,
+    ) -> Result<bool, DriverError> {
+        loop {
+            let (free, _) = self.stream.context().mem_get_info()?;
+            if free >= needed {
+                return Ok(true);
+            }
+            let lru = (0..r.entries.len())
+                .filter(|&i| Some(r.entries[i].key) != keep)
+                .min_by_key(|&i| r.entries[i].used);
+            let Some(lru) = lru else {
+                return Ok(false);
+            };
+            let gone = r.entries.swap_remove(lru);
+            tracing::info!(
+                gpu = self.info.ordinal,
+                query = gone.key.1,
+                bytes = gone.bytes,
+                free,
+                needed,
+                "resident bases let go for room"
+            );
+            drop(gone);
+            // Frees are ordered on the stream: let them land before asking again.
+            self.stream.synchronize()?;
+        }
+    }
+
+    /// Room for one call's working memory, resident bases (but `keep`) let go if needed. A call
+    /// that still does not fit (another process holds the memory) fails at its allocation.
+    pub(super) fn room_for_call(
+        &self,
+        needed: usize,
+        keep: Option<BasesKey>,
+    ) -> Result<(), DriverError> {
+        let mut r = lock(&self.resident);
+        if r.entries.is_empty() {
+            return Ok(());
+        }
+        self.make_room(&mut r, needed, keep).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_kept_free_grows_with_the_largest_query() {
+        let small = kept_free(1 << 20);
+        let large = kept_free(1 << 22);
+        // Per point: three domain-sized vectors for h, the scalar and 32 i16 digits of an MSM.
+        assert!(large - small >= 3 * 192 * (1 << 20), "{small} {large}");
+        // Beside that: the buckets of the widest MSM, about 1.6 GB.
+        assert!(small > 1 << 30, "{small}");
+    }
+}

@@ -1,0 +1,422 @@
+//! The gate every large buffer passes before it exists: [`Admission`] hands out budget bytes as
+//! RAII values, in the [`Dispatcher`]'s order. A [`Reservation`] holds one partition's bytes
+//! (counted ahead of the prover until [`Reservation::reached_prover`]); a [`Hold`] holds a loaded
+//! set's or a PCE extraction's, outside the depth. Both give their bytes back when dropped, on
+//! success, error and cancellation alike. Threads block here; a blocked wait looks at its
+//! cancellation flag every [`CANCEL_POLL`].
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::dispatch::{Dispatcher, Work};
+
+/// How often a blocked wait looks at its cancellation flag.
+pub const CANCEL_POLL: Duration = Duration::from_millis(100);
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Refused {
+    #[error("cancelled")]
+    Cancelled,
+    #[error("{bytes} bytes needed, the memory budget is {budget} bytes")]
+    TooLarge { bytes: u64, budget: u64 },
+}
+
+/// What a [`Hold`] keeps in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// A loaded Groth16 parameter set.
+    Parameters,
+    /// A loaded PCE.
+    Pce,
+    /// A PCE being recorded.
+    PceExtraction,
+}
+
+impl Purpose {
+    pub const ALL: [Purpose; 3] = [Purpose::Parameters, Purpose::Pce, Purpose::PceExtraction];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Parameters => "parameters",
+            Purpose::Pce => "pce",
+            Purpose::PceExtraction => "pce-extraction",
+        }
+    }
+}
+
+struct State {
+    dispatcher: Dispatcher<u64>,
+    /// Tickets admitted by the dispatcher, not yet picked up by their threads.
+    admitted: HashSet<u64>,
+    next_ticket: u64,
+    /// Bytes held, by [`Purpose`].
+    held: [u64; Purpose::ALL.len()],
+}
+
+pub struct Admission {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// Budget bytes held for one partition.
+pub struct Reservation {
+    admission: Arc<Admission>,
+    bytes: u64,
+    /// Still counted ahead of the prover (the partition has not reached it).
+    ahead: bool,
+}
+
+/// Budget bytes held for a loaded set or a PCE extraction; outside the depth.
+pub struct Hold {
+    admission: Arc<Admission>,
+    bytes: u64,
+    purpose: Purpose,
+}
+
+#[derive(Clone, Copy)]
+enum Need {
+    Hold,
+    Partition,
+}
+
+/// The budget as /v1/status and the metrics show it: every byte counted once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemoryStatus {
+    pub budget_bytes: u64,
+    /// Held by partition reservations.
+    pub reserved_bytes: u64,
+    /// Held by holds: the sum of `held`.
+    pub held_bytes: u64,
+    /// Held by holds, by purpose (parameters, pce, pce-extraction).
+    pub held: Vec<HeldBytes>,
+    pub ahead_of_prover: usize,
+    pub waiting_partitions: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HeldBytes {
+    pub purpose: &'static str,
+    pub bytes: u64,
+}
+
+impl Admission {
+    /// A gate over `budget` bytes with at most `depth` partitions ahead of the prover.
+    pub fn new(budget: u64, depth: usize) -> Arc<Self> {
+        Arc::new(Admission {
+            state: Mutex::new(State {
+                dispatcher: Dispatcher::new(budget, depth),
+                admitted: HashSet::new(),
+                next_ticket: 0,
+                held: [0; Purpose::ALL.len()],
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Admits what the dispatcher allows now; wakes the waiters.
+    fn pump(&self, st: &mut State) {
+        while let Ok(work) = st.dispatcher.admit() {
+            st.admitted.insert(work.item);
+        }
+        self.changed.notify_all();
+    }
+
+    /// Blocks until `bytes` for `purpose` fit in the budget (the most urgent first).
+    pub fn hold(
+        self: &Arc<Self>,
+        priority: u8,
+        purpose: Purpose,
+        bytes: u64,
+        cancelled: &AtomicBool,
+    ) -> Result<Hold, Refused> {
+        self.wait_admitted(Need::Hold, priority, bytes, cancelled)?;
+        Ok(self.held(purpose, bytes))
+    }
+
+    /// Holds `bytes` for something the caller can do without, only if they fit now beside the
+    /// sets held and the partition at the head of the queue, with no hold queued
+    /// ([`Dispatcher::try_hold`]); never blocks.
+    pub fn try_hold(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Option<Hold> {
+        let admitted = self.lock().dispatcher.try_hold(bytes);
+        admitted.then(|| self.held(purpose, bytes))
+    }
+
+    /// Counts an admitted hold under its purpose.
+    fn held(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Hold {
+        self.lock().held[purpose as usize] += bytes;
+        Hold {
+            admission: self.clone(),
+            bytes,
+            purpose,
+        }
+    }
+
+    /// Blocks until a partition of `bytes` may start synthesis (priority 0 first).
+    pub fn admit(
+        self: &Arc<Self>,
+        priority: u8,
+        bytes: u64,
+        cancelled: &AtomicBool,
+    ) -> Result<Reservation, Refused> {
+        self.wait_admitted(Need::Partition, priority, bytes, cancelled)?;
+        Ok(Reservation {
+            admission: self.clone(),
+            bytes,
+            ahead: true,
+        })
+    }
+
+    /// Queues `bytes` with the dispatcher and blocks until it admits them, or the wait is
+    /// cancelled (then nothing stays reserved).
+    fn wait_admitted(
+        &self,
+        need: Need,
+        priority: u8,
+        bytes: u64,
+        cancelled: &AtomicBool,
+    ) -> Result<(), Refused> {
+        let mut st = self.lock();
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        let budget = st.dispatcher.budget();
+        let work = Work {
+            priority,
+            bytes,
+            item: ticket,
+        };
+        let queued = match need {
+            Need::Hold => st.dispatcher.enqueue_hold(work),
+            Need::Partition => st.dispatcher.enqueue(work),
+        };
+        if queued.is_err() {
+            return Err(Refused::TooLarge { bytes, budget });
+        }
+        self.pump(&mut st);
+        loop {
+            // Cancellation first: an admission that raced with it is given back below.
+            if cancelled.load(Ordering::SeqCst) {
+                st.dispatcher.remove(|t| *t == ticket);
+                if st.admitted.remove(&ticket) {
+                    match need {
+                        Need::Hold => st.dispatcher.release_hold(bytes),
+                        Need::Partition => st.dispatcher.abandoned(bytes),
+                    }
+                    self.pump(&mut st);
+                }
+                return Err(Refused::Cancelled);
+            }
+            if st.admitted.remove(&ticket) {
+                return Ok(());
+            }
+            st = self
+                .changed
+                .wait_timeout(st, CANCEL_POLL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    pub fn budget(&self) -> u64 {
+        self.lock().dispatcher.budget()
+    }
+
+    pub fn snapshot(&self) -> MemoryStatus {
+        let st = self.lock();
+        let held_bytes = st.dispatcher.held();
+        MemoryStatus {
+            budget_bytes: st.dispatcher.budget(),
+            reserved_bytes: st.dispatcher.reserved() - held_bytes,
+            held_bytes,
+            held: Purpose::ALL
+                .iter()
+                .map(|p| HeldBytes {
+                    purpose: p.as_str(),
+                    bytes: st.held[*p as usize],
+                })
+                .collect(),
+            ahead_of_prover: st.dispatcher.ahead_of_prover(),
+            waiting_partitions: st.dispatcher.queued(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hold({} bytes, {})", self.bytes, self.purpose.as_str())
+    }
+}
+
+impl Hold {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let a = &self.admission;
+        let mut st = a.lock();
+        st.held[self.purpose as usize] -= self.bytes;
+        st.dispatcher.release_hold(self.bytes);
+        a.pump(&mut st);
+    }
+}
+
+impl std::fmt::Debug for Reservation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Reservation({} bytes)", self.bytes)
+    }
+}
+
+impl Reservation {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The partition reached the prover: it no longer counts ahead of it, and the next
+    /// partition may be admitted (its bytes stay reserved).
+    pub fn reached_prover(&mut self) {
+        if !self.ahead {
+            return;
+        }
+        let a = &self.admission;
+        let mut st = a.lock();
+        st.dispatcher.reached_prover();
+        self.ahead = false;
+        a.pump(&mut st);
+    }
+
+    /// Gives back what the partition no longer holds, keeping `bytes` (no more than now).
+    /// Only a partition that reached the prover shrinks: before, its buffers still grow.
+    pub fn shrink_to(&mut self, bytes: u64) {
+        if self.ahead || bytes >= self.bytes {
+            return;
+        }
+        let a = &self.admission;
+        let mut st = a.lock();
+        st.dispatcher.release(self.bytes - bytes);
+        self.bytes = bytes;
+        a.pump(&mut st);
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let a = &self.admission;
+        let mut st = a.lock();
+        if self.ahead {
+            st.dispatcher.abandoned(self.bytes);
+        } else {
+            st.dispatcher.release(self.bytes);
+        }
+        a.pump(&mut st);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(a: &Admission, purpose: Purpose) -> u64 {
+        let s = a.snapshot();
+        s.held
+            .iter()
+            .find(|h| h.purpose == purpose.as_str())
+            .map_or(0, |h| h.bytes)
+    }
+
+    #[test]
+    fn reservations_gate_admission_and_return_on_drop() {
+        let a = Admission::new(100, 2);
+        let no = AtomicBool::new(false);
+        let other = a.admit(2, 40, &no).unwrap();
+        let mut r = a.admit(2, 30, &no).unwrap();
+        assert_eq!(a.snapshot().reserved_bytes, 70);
+        // 31 more would exceed 100 (and depth 2 is full): a cancelled wait returns instead of
+        // blocking.
+        let yes = AtomicBool::new(true);
+        assert_eq!(a.admit(2, 31, &yes).unwrap_err(), Refused::Cancelled);
+        assert_eq!(
+            a.admit(2, 101, &no).unwrap_err(),
+            Refused::TooLarge {
+                bytes: 101,
+                budget: 100
+            }
+        );
+        // Before the prover a reservation does not shrink: its buffers still grow.
+        r.shrink_to(10);
+        assert_eq!(r.bytes(), 30);
+        r.reached_prover();
+        assert_eq!(a.snapshot().ahead_of_prover, 1);
+        // On the prover, a reservation gives back what its partition freed.
+        r.shrink_to(20);
+        r.shrink_to(25);
+        assert_eq!((r.bytes(), a.snapshot().reserved_bytes), (20, 60));
+        // A waiter is admitted once room appears.
+        let waiter = {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                let no = AtomicBool::new(false);
+                a.admit(0, 50, &no).map(|r| r.bytes())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        drop(r);
+        assert_eq!(waiter.join().unwrap(), Ok(50));
+        drop(other);
+        let s = a.snapshot();
+        assert_eq!((s.reserved_bytes, s.ahead_of_prover), (0, 0));
+    }
+
+    #[test]
+    fn a_hold_is_reserved_outside_the_depth_counted_by_purpose_and_returned_on_drop() {
+        let a = Admission::new(100, 1);
+        let no = AtomicBool::new(false);
+        let set = a.hold(2, Purpose::Parameters, 60, &no).unwrap();
+        let part = a.admit(2, 40, &no).unwrap();
+        let s = a.snapshot();
+        assert_eq!(
+            (s.reserved_bytes, s.held_bytes, s.ahead_of_prover),
+            (40, 60, 1)
+        );
+        assert_eq!(held(&a, Purpose::Parameters), 60);
+        // Another set waits until the first goes; cancelling the wait gives nothing back twice.
+        let yes = AtomicBool::new(true);
+        assert_eq!(
+            a.hold(0, Purpose::Parameters, 50, &yes).unwrap_err(),
+            Refused::Cancelled
+        );
+        assert_eq!(
+            a.hold(0, Purpose::Pce, 101, &no).unwrap_err(),
+            Refused::TooLarge {
+                bytes: 101,
+                budget: 100
+            }
+        );
+        // Something the caller can do without is held only when it fits now.
+        assert!(a.try_hold(Purpose::Pce, 1).is_none());
+        drop(set);
+        drop(part);
+        let pce = a.try_hold(Purpose::Pce, 30).unwrap();
+        let extraction = a.hold(0, Purpose::PceExtraction, 20, &no).unwrap();
+        let s = a.snapshot();
+        assert_eq!(s.held_bytes, 50);
+        assert_eq!(
+            (held(&a, Purpose::Pce), held(&a, Purpose::PceExtraction)),
+            (30, 20)
+        );
+        assert_eq!(s.held.iter().map(|h| h.bytes).sum::<u64>(), s.held_bytes);
+        drop((pce, extraction));
+        let s = a.snapshot();
+        assert_eq!((s.reserved_bytes, s.held_bytes), (0, 0));
+        assert!(s.held.iter().all(|h| h.bytes == 0));
+    }
+}
