@@ -10,17 +10,28 @@ use anyhow::{Context, Result};
 
 /// Atomically replaces `path` with `bytes`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_with(path, |f| {
+        f.write_all(bytes)
+            .with_context(|| format!("writing {}", temp_path(path).display()))
+    })
+}
+
+/// Atomically replaces `path` with what `write` writes into a new temporary file (its
+/// `temp_path`); on failure the temporary file is removed and `path` is left as it was.
+pub fn write_with(path: &Path, write: impl FnOnce(&mut File) -> Result<()>) -> Result<()> {
     let tmp = temp_path(path);
-    let mut f = OpenOptions::new()
+    let written = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(bytes)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    drop(f);
-    publish(&tmp, path)
+        .with_context(|| format!("creating {}", tmp.display()))
+        .and_then(|mut f| write(&mut f));
+    let result = written.and_then(|()| publish(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// `.NAME.tmp-PID` beside `path`: where its new content is written before `publish`.

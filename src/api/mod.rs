@@ -71,6 +71,27 @@ impl App {
     }
 }
 
+/// Serves the API on `listener` (TCP or a unix socket) as a task of `servers` until `stop` turns
+/// true, then lets open requests finish.
+pub fn serve_on<L>(
+    servers: &mut tokio::task::JoinSet<std::io::Result<()>>,
+    listener: L,
+    app: Arc<App>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    let router = router(app);
+    servers.spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await
+    });
+}
+
 pub fn router(app: Arc<App>) -> Router {
     let limit = app.settings.max_body_bytes;
     Router::new()

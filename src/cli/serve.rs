@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::appliance::{assemble, limits};
-use crate::api::{router, App};
+use crate::api::{serve_on, App};
 use crate::config::{self, Config};
 use crate::systemd::Notifier;
 
@@ -71,12 +71,12 @@ async fn serve(
         .with_context(|| format!("binding {} (key api.listen)", settings.listen))?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = tokio::task::JoinSet::new();
-    spawn_server(&mut servers, tcp, router(app.clone()), stop_rx.clone());
+    serve_on(&mut servers, tcp, app.clone(), stop_rx.clone());
     if let Some(path) = &settings.unix_socket {
         let _ = std::fs::remove_file(path);
         let unix = tokio::net::UnixListener::bind(path)
             .with_context(|| format!("binding {} (key api.unix_socket)", path.display()))?;
-        spawn_server(&mut servers, unix, router(app.clone()), stop_rx.clone());
+        serve_on(&mut servers, unix, app.clone(), stop_rx.clone());
     }
     tracing::info!(listen = %settings.listen, unix_socket = ?settings.unix_socket, "API listening");
     app.set_ready();
@@ -130,25 +130,6 @@ async fn serve(
     }
     tracing::info!(drained, "stopped");
     Ok(())
-}
-
-/// Serves `router` on `listener` until `stop` turns true (then lets open requests finish).
-fn spawn_server<L>(
-    servers: &mut tokio::task::JoinSet<std::io::Result<()>>,
-    listener: L,
-    router: axum::Router,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) where
-    L: axum::serve::Listener,
-    L::Addr: std::fmt::Debug,
-{
-    servers.spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .await
-    });
 }
 
 /// SIGHUP: reads the configuration again, applies the [`config::LIVE_KEYS`], and names every

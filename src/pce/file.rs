@@ -217,20 +217,22 @@ impl<W: Write> BodyWriter<W> {
 /// fsynced, renamed over `path` (which may exist), the directory fsynced. A crash leaves the old
 /// file or none, and at worst a temporary file the store removes.
 pub fn write(path: &Path, id: &str, hash: &[u8; 32], pce: &Pce) -> anyhow::Result<()> {
+    anyhow::ensure!(id.len() <= MAX_ID, "circuit id {id:?} is too long");
     let tmp = crate::persist::temp_path(path);
-    let result = write_to(&tmp, id, hash, pce).and_then(|()| crate::persist::publish(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::persist::write_with(path, |file| write_to(file, &tmp, id, hash, pce))
 }
 
-fn write_to(tmp: &Path, id: &str, hash: &[u8; 32], pce: &Pce) -> anyhow::Result<()> {
-    anyhow::ensure!(id.len() <= MAX_ID, "circuit id {id:?} is too long");
+/// The file's bytes into `file` (the temporary file `tmp`).
+fn write_to(
+    file: &mut File,
+    tmp: &Path,
+    id: &str,
+    hash: &[u8; 32],
+    pce: &Pce,
+) -> anyhow::Result<()> {
     let shape = pce.shape();
     let nnz = pce.nnz();
     let layout = Layout::new(shape, nnz, pce.coefficients.len()).context("PCE too large")?;
-    let file = File::create(tmp).with_context(|| format!("creating {}", tmp.display()))?;
     let mut body = BodyWriter {
         out: BufWriter::with_capacity(8 << 20, file),
         hash: ChunkedHash::new(),
@@ -266,7 +268,7 @@ fn write_to(tmp: &Path, id: &str, hash: &[u8; 32], pce: &Pce) -> anyhow::Result<
         checksum: body.hash.finish(),
         id: id.to_owned(),
     };
-    let mut file = body.out.into_inner().map_err(|e| e.into_error())?;
+    let file = body.out.into_inner().map_err(|e| e.into_error())?;
     file.seek(SeekFrom::Start(0))?;
     file.write_all(&encode(&header))?;
     Ok(())
