@@ -32,16 +32,24 @@ impl<T: ProofJob + Oracle> OracleJob for T {}
 pub(crate) trait OracleCircuits: PartitionCircuits + Oracle {}
 impl<T: PartitionCircuits + Oracle> OracleCircuits for T {}
 
-/// The oracle of a job holding `circuits`: partition `k` checked, then theirs.
-pub(crate) fn job_proof(
-    circuits: &dyn OracleCircuits,
-    k: usize,
-    params: &Parameters<Bls12>,
-    r: Fr,
-    s: Fr,
-) -> Result<Proof<Bls12>, CircuitError> {
-    check_partition(k, circuits.partitions())?;
-    circuits.bellperson_proof(k, params, r, s)
+/// A job holding typed circuits with their oracle: it has the oracle too.
+pub(crate) trait WithOracle {
+    fn oracle_circuits(&self) -> &dyn OracleCircuits;
+}
+
+impl<T: WithOracle> Oracle for T {
+    /// Partition `k` checked against the job's partitions, then the circuits' oracle.
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>, CircuitError> {
+        let circuits = self.oracle_circuits();
+        check_partition(k, circuits.partitions())?;
+        circuits.bellperson_proof(k, params, r, s)
+    }
 }
 
 /// bellperson's CPU prover on one circuit.

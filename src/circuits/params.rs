@@ -11,6 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use bellperson::groth16::VerifyingKey;
+use blstrs::Bls12;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::public_params;
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
@@ -32,8 +34,9 @@ use storage_proofs_update::{
 
 use super::ProofKind;
 
-/// The environment variable filecoin-proofs reads (once per process) for its parameter cache:
-/// set only for the process that runs [`generate_in_cache`].
+/// The environment variable filecoin-proofs reads (once per process) for its parameter cache.
+/// cuzk reads it only as the default parameter directory (`config`), and sets it only for the
+/// process that runs [`generate_in_cache`].
 pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
 
 /// The files of one parameter set in a directory, under filecoin-proofs' names
@@ -55,14 +58,17 @@ impl ParameterFiles {
         }
     }
 
-    /// The two files' names.
-    pub fn names(&self) -> [String; 2] {
-        let name = |p: &Path| {
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
-        [name(&self.params), name(&self.vk)]
+    /// The set's verifying key from its `.vk` file; where that cannot be read, the key at the
+    /// head of the `.params` file (`from_params`: the same key), as filecoin-proofs rebuilds a
+    /// missing `.vk` from the parameters.
+    pub fn verifying_key(
+        &self,
+        from_params: impl FnOnce() -> VerifyingKey<Bls12>,
+    ) -> VerifyingKey<Bls12> {
+        crate::srs::read_verifying_key(&self.vk).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the .vk file is unusable: the key in the .params file is used");
+            from_params()
+        })
     }
 }
 
@@ -235,7 +241,7 @@ mod tests {
     use super::*;
 
     /// Every registered proof type of filecoin-proofs-api, of every size and version, is proved
-    /// with the parameter set `generate` makes for its kind and size.
+    /// with the parameter set of its kind and size that `cache_identifier` names.
     #[test]
     fn every_registered_proof_maps_to_the_parameters_we_make() {
         use filecoin_proofs_api::ApiFeature;

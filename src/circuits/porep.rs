@@ -23,7 +23,7 @@ use storage_proofs_porep::stacked::{
     self, generate_replica_id, ChallengeRequirements, StackedCompound, StackedDrg,
 };
 
-use super::oracle::{bellperson_prove, job_proof, Oracle, OracleCircuits};
+use super::oracle::{bellperson_prove, Oracle, OracleCircuits, WithOracle};
 use super::{
     concat_proofs, prover_id_from_miner, synthesize_checked, verified, CircuitError, CircuitId,
     PartitionCircuits, ProofJob, ProofKind,
@@ -206,15 +206,9 @@ impl ProofJob for PoRepC2 {
     }
 }
 
-impl Oracle for PoRepC2 {
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<blstrs::Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<blstrs::Bls12>, CircuitError> {
-        job_proof(self.circuit.as_ref(), k, params, r, s)
+impl WithOracle for PoRepC2 {
+    fn oracle_circuits(&self) -> &dyn OracleCircuits {
+        self.circuit.as_ref()
     }
 }
 

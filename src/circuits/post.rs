@@ -18,7 +18,7 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
-use super::oracle::{bellperson_prove, job_proof, Oracle, OracleCircuits};
+use super::oracle::{bellperson_prove, Oracle, OracleCircuits, WithOracle};
 use super::{
     concat_proofs, synthesize_checked, verified, CircuitError, CircuitId, PartitionCircuits,
     ProofJob, ProofKind,
@@ -52,9 +52,9 @@ impl std::fmt::Debug for PoStJob {
 
 /// The size-specific half of a job: one partition circuit, and its own verifier.
 trait PoStCircuit: OracleCircuits {
-    /// Checks the partition's proof with `vk` against the public inputs verify_window_post
-    /// (verify_winning_post) derives for it.
-    fn verify(&self, proof: &Proof<Bls12>, vk: &VerifyingKey<Bls12>) -> Result<(), CircuitError>;
+    /// Whether the partition's proof verifies with `vk` against the public inputs
+    /// verify_window_post (verify_winning_post) derives for it.
+    fn verify(&self, proof: &Proof<Bls12>, vk: &VerifyingKey<Bls12>) -> anyhow::Result<bool>;
 }
 
 struct Typed<Tree: 'static + MerkleTreeTrait> {
@@ -155,20 +155,18 @@ impl ProofJob for PoStJob {
         vk: &VerifyingKey<Bls12>,
     ) -> Result<Vec<u8>, CircuitError> {
         let bytes = concat_proofs(proofs, 1)?;
-        self.circuit.verify(&proofs[0], vk)?;
+        let verifier = match self.kind {
+            ProofKind::WinningPost => "verify_winning_post",
+            _ => "the WindowPoSt partition verifier",
+        };
+        verified(self.circuit.verify(&proofs[0], vk), verifier)?;
         Ok(bytes)
     }
 }
 
-impl Oracle for PoStJob {
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>, CircuitError> {
-        job_proof(self.circuit.as_ref(), k, params, r, s)
+impl WithOracle for PoStJob {
+    fn oracle_circuits(&self) -> &dyn OracleCircuits {
+        self.circuit.as_ref()
     }
 }
 
@@ -490,9 +488,8 @@ impl<Tree: 'static + MerkleTreeTrait> Oracle for Typed<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PoStCircuit for Typed<Tree> {
-    fn verify(&self, proof: &Proof<Bls12>, vk: &VerifyingKey<Bls12>) -> Result<(), CircuitError> {
+    fn verify(&self, proof: &Proof<Bls12>, vk: &VerifyingKey<Bls12>) -> anyhow::Result<bool> {
         let pvk = prepare_verifying_key(vk);
-        let answer = verify_proof(&pvk, proof, &self.expected).map_err(|e| anyhow::anyhow!("{e}"));
-        verified(answer, "the PoSt verifier")
+        verify_proof(&pvk, proof, &self.expected).map_err(|e| anyhow::anyhow!("{e}"))
     }
 }

@@ -19,7 +19,7 @@ use storage_proofs_update::{
     PublicInputs, PublicParams, SetupParams,
 };
 
-use super::oracle::{bellperson_prove, job_proof, Oracle, OracleCircuits};
+use super::oracle::{bellperson_prove, Oracle, OracleCircuits, WithOracle};
 use super::{
     concat_proofs, synthesize_checked, verified, CircuitError, CircuitId, PartitionCircuits,
     ProofJob, ProofKind,
@@ -123,15 +123,9 @@ impl ProofJob for SnapDeals {
     }
 }
 
-impl Oracle for SnapDeals {
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>, CircuitError> {
-        job_proof(self.circuit.as_ref(), k, params, r, s)
+impl WithOracle for SnapDeals {
+    fn oracle_circuits(&self) -> &dyn OracleCircuits {
+        self.circuit.as_ref()
     }
 }
 

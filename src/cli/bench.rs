@@ -230,6 +230,12 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             overrides.apply(&mut settings);
             let data = tempfile::tempdir()?;
             settings.data_dir = data.path().to_owned();
+            // Every job is submitted at once and must stay until the bench has read its end.
+            settings.max_queued_jobs = settings.max_queued_jobs.max(jobs);
+            settings.retention_count = settings.retention_count.max(jobs);
+            settings.retention = settings
+                .retention
+                .max(std::time::Duration::from_secs(86_400));
             settings.pce_dir = pce_dir;
             settings.kernel_dir = kernel_cache;
             let request = fresh_sample(kind, sector_size)?;
@@ -305,8 +311,9 @@ fn bench_job(
         );
     }
     let files = ParameterFiles::new(params_dir, &job.parameter_set());
-    let params_path = files.params;
+    let params_path = files.params.clone();
     let srs = load_srs(&params_path)?;
+    let vk = files.verifying_key(|| srs.vk.clone());
     let mut rng = ChaCha8Rng::seed_from_u64(0xbe7c);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
 
@@ -327,7 +334,6 @@ fn bench_job(
     let mut ours = Vec::new();
     proof.write(&mut ours)?;
     let verified = if job.partitions() == 1 {
-        let vk = crate::srs::read_verifying_key(&files.vk)?;
         Some(job.finish(&[proof], &vk).is_ok())
     } else {
         None

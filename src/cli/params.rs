@@ -30,14 +30,17 @@ pub enum ParamsCommand {
         #[arg(long)]
         dir: PathBuf,
     },
-    /// The generator itself, in filecoin-proofs' cache (FIL_PROOFS_PARAMETER_CACHE): what
-    /// `generate` runs in a child process.
+    /// The generator itself, in filecoin-proofs' cache: what `generate` runs in a child
+    /// process, with FIL_PROOFS_PARAMETER_CACHE set to the staging directory it names.
     #[command(hide = true)]
     GenerateInCache {
         #[arg(long, value_parser = kind_parser())]
         kind: ProofKind,
         #[arg(long, value_parser = parse_sector_size)]
         sector_size: u64,
+        /// The staging directory FIL_PROOFS_PARAMETER_CACHE must name.
+        #[arg(long)]
+        staging: PathBuf,
     },
 }
 
@@ -50,8 +53,8 @@ pub fn run(cmd: ParamsCommand) -> Result<()> {
         } => {
             let start = std::time::Instant::now();
             let files = generate(kind, sector_size, &dir)?;
-            for f in files.names() {
-                println!("{}", dir.join(f).display());
+            for f in [&files.params, &files.vk] {
+                println!("{}", f.display());
             }
             tracing::info!(
                 elapsed_s = start.elapsed().as_secs_f64(),
@@ -59,7 +62,18 @@ pub fn run(cmd: ParamsCommand) -> Result<()> {
             );
             Ok(())
         }
-        ParamsCommand::GenerateInCache { kind, sector_size } => {
+        ParamsCommand::GenerateInCache {
+            kind,
+            sector_size,
+            staging,
+        } => {
+            // Never into a real cache: only where the parent pointed filecoin-proofs.
+            if std::env::var_os(PARAMETER_CACHE_ENV).as_deref() != Some(staging.as_os_str()) {
+                bail!(
+                    "{PARAMETER_CACHE_ENV} must name --staging {}",
+                    staging.display()
+                );
+            }
             generate_in_cache(kind, sector_size)
         }
     }
@@ -80,6 +94,8 @@ fn generate(kind: ProofKind, sector_size: u64, dir: &Path) -> Result<ParameterFi
     let status = Command::new(std::env::current_exe().context("finding this program")?)
         .args(["params", "generate-in-cache", "--kind", kind.as_str()])
         .args(["--sector-size", &sector_size.to_string()])
+        .arg("--staging")
+        .arg(&staging)
         .env(PARAMETER_CACHE_ENV, &staging)
         .status()
         .context("starting the parameter generator")?;

@@ -45,7 +45,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
     let provers = args.backend.select()?;
     let files = ParameterFiles::new(&params_dir, &job.parameter_set());
     let srs = load_srs(&files.params)?;
-    let vk = crate::srs::read_verifying_key(&files.vk)?;
+    let vk = files.verifying_key(|| srs.vk.clone());
     let proof = prove_job(job.as_ref(), &srs, &vk, provers.backends[0].as_ref())?;
     crate::persist::write_atomic(&args.out, &proof)?;
     eprintln!(

@@ -4,6 +4,7 @@
 //! values checked). Nothing downstream reads the environment or the file again; SIGHUP re-reads
 //! them, applies the [`LIVE_KEYS`] and names every other changed key ([`changed_keys`]).
 
+use crate::circuits::params::PARAMETER_CACHE_ENV;
 use crate::gpu::BackendChoice;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -19,10 +20,6 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/cuzk/cuzk.toml";
 
 /// The prefix of configuration environment variables: `CUZK_API__LISTEN=0.0.0.0:9820`.
 pub const ENV_PREFIX: &str = "CUZK_";
-
-/// filecoin-proofs' own variable for its parameter directory: where parameters are looked up
-/// when `proving.params_dir` is empty (as Curio and lotus installations set it).
-pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
 
 /// filecoin-proofs' default parameter directory.
 pub const DEFAULT_PARAMS_DIR: &str = "/var/tmp/filecoin-proof-parameters";
@@ -74,8 +71,8 @@ impl std::str::FromStr for Finish {
     }
 }
 
-/// The parameter directory when none is configured: FIL_PROOFS_PARAMETER_CACHE, else
-/// filecoin-proofs' default.
+/// The parameter directory when none is configured: filecoin-proofs' own variable
+/// (FIL_PROOFS_PARAMETER_CACHE, as Curio and lotus installations set it), else its default.
 pub fn default_params_dir() -> PathBuf {
     std::env::var_os(PARAMETER_CACHE_ENV)
         .filter(|v| !v.is_empty())

@@ -50,7 +50,7 @@ use crate::metrics::Metrics;
 use crate::pce::PceStore;
 use crate::systemd::Notifier;
 use extraction::Extractions;
-use queue::{Job, Queue};
+use queue::{Job, Queue, StoreIo};
 use residency::Residency;
 
 /// What may change while the service runs (SIGHUP).
@@ -241,7 +241,7 @@ impl Engine {
         let digest = sha256_hex(request);
         let queue = &self.inner.queue;
         let mut st = queue.lock();
-        while st.creating.contains(id) {
+        while st.busy(id) {
             st = queue.wait(st, Duration::from_millis(100));
         }
         if let Some(job) = st.jobs.get(id) {
@@ -259,23 +259,20 @@ impl Engine {
         if st.queued + st.creating.len() >= max {
             return Err(SubmitError::QueueFull(max));
         }
-        st.creating.insert(id.to_owned());
+        let creating = StoreIo::begin(queue, &mut st, id, false);
         drop(st);
         let record = JobRecord::new(id, kind, digest);
-        let stored = self.inner.store.create(&record, request);
+        self.inner
+            .store
+            .create(&record, request)
+            .map_err(SubmitError::Store)?;
         let mut st = queue.lock();
-        st.creating.remove(id);
-        if let Err(e) = stored {
-            drop(st);
-            queue.notify();
-            return Err(SubmitError::Store(e));
-        }
         st.enqueue(kind, id, &self.inner.metrics);
         st.jobs.insert(id.into(), Job::new(record.clone()));
         drop(st);
+        drop(creating);
         self.inner.count(kind, JobState::Queued, 1);
         tracing::info!(%id, %kind, "job accepted");
-        queue.notify();
         Ok((record, true))
     }
 

@@ -100,6 +100,11 @@ impl ProverSlots {
         }
     }
 
+    /// Partitions waiting for a slot.
+    pub fn waiting(&self) -> usize {
+        self.lock().queue.len()
+    }
+
     /// How long each slot has been held, the current holder's time included.
     pub fn busy(&self) -> Vec<Duration> {
         self.lock()
@@ -156,16 +161,19 @@ mod tests {
         let order = Arc::new(Mutex::new(Vec::new()));
         let waiters: Vec<_> = [(2u8, "bulk"), (0, "winning")]
             .into_iter()
-            .map(|(priority, name)| {
-                let (p, order) = (p.clone(), order.clone());
+            .enumerate()
+            .map(|(i, (priority, name))| {
+                let (p2, order) = (p.clone(), order.clone());
                 let t = std::thread::spawn(move || {
                     let no = AtomicBool::new(false);
-                    let slot = p.acquire(priority, &no).unwrap();
+                    let slot = p2.acquire(priority, &no).unwrap();
                     order.lock().unwrap().push(name);
-                    std::thread::sleep(Duration::from_millis(10));
                     drop(slot);
                 });
-                std::thread::sleep(Duration::from_millis(30));
+                // The bulk partition queues first.
+                while p.waiting() <= i {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 t
             })
             .collect();

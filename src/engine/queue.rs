@@ -56,6 +56,9 @@ pub(super) struct State {
     /// Ids being stored by a submission now (not yet in `jobs`): a second submission of one
     /// waits for the first, and they count against the queue's limit.
     pub(super) creating: HashSet<String>,
+    /// Ids of expired jobs being removed from the store now (no longer in `jobs`): a new
+    /// submission of one waits until its old directory is gone.
+    pub(super) removing: HashSet<String>,
     pub(super) running: usize,
     pub(super) draining: bool,
     seq: u64,
@@ -77,6 +80,49 @@ impl State {
     /// No job runs or waits.
     pub(super) fn idle(&self) -> bool {
         self.running == 0 && self.queued == 0
+    }
+
+    /// Whether `id`'s directory is being made or removed now.
+    pub(super) fn busy(&self, id: &str) -> bool {
+        self.creating.contains(id) || self.removing.contains(id)
+    }
+}
+
+/// An id whose store I/O runs outside the lock: registered in `creating` or `removing` while it
+/// runs, let go when dropped (also when the I/O panics), waking whoever waits for it.
+pub(super) struct StoreIo<'a> {
+    queue: &'a Queue,
+    id: String,
+    removal: bool,
+}
+
+impl<'a> StoreIo<'a> {
+    /// Registers `id` (the caller holds the lock as `st`, and has checked it is not busy).
+    pub(super) fn begin(queue: &'a Queue, st: &mut State, id: &str, removal: bool) -> Self {
+        let set = if removal {
+            &mut st.removing
+        } else {
+            &mut st.creating
+        };
+        set.insert(id.to_owned());
+        StoreIo {
+            queue,
+            id: id.to_owned(),
+            removal,
+        }
+    }
+}
+
+impl Drop for StoreIo<'_> {
+    fn drop(&mut self) {
+        let mut st = self.queue.lock();
+        if self.removal {
+            st.removing.remove(&self.id);
+        } else {
+            st.creating.remove(&self.id);
+        }
+        drop(st);
+        self.queue.notify();
     }
 }
 

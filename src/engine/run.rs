@@ -253,8 +253,7 @@ impl Inner {
         let files = ParameterFiles::new(&self.proving.params_dir, &proof_job.parameter_set());
         let set = self.srs_for(&files.params, urgency, &job.cancel)?;
         let srs = &set.value;
-        let vk = crate::srs::read_verifying_key(&files.vk)
-            .map_err(|e| internal(format!("reading the verifying key: {e}")))?;
+        let vk = files.verifying_key(|| srs.vk.clone());
         let estimate = partition_bytes(srs);
         let budget = self.proving.admission.budget();
         // The dispatcher's no-deadlock rule needs a partition no larger than its set (true of

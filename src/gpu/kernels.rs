@@ -1,4 +1,4 @@
-//! Our CUDA kernels: the sources (kernels/, layered ff/, ec/, ntt/, msm/) are embedded in the
+//! Our CUDA kernels: the sources (kernels/: ff/, ec/, ntt/, groth16/, msm/) are embedded in the
 //! binary, compiled by NVRTC into a cubin for the device's architecture at start-up, and the cubin
 //! cached in the data dir under a hash of sources, options, architecture and NVRTC version, so a
 //! later start loads it in milliseconds. [`Kernel`] is the one list of the kernels we launch.

@@ -5,7 +5,7 @@
 //! success, error and cancellation alike. Threads block here; a blocked wait looks at its
 //! cancellation flag every [`CANCEL_POLL`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -52,8 +52,10 @@ struct State {
     dispatcher: Dispatcher<u64>,
     /// Tickets admitted by the dispatcher, not yet picked up by their threads.
     admitted: HashSet<u64>,
+    /// The purpose of each hold queued and not yet admitted, by ticket.
+    purposes: HashMap<u64, Purpose>,
     next_ticket: u64,
-    /// Bytes held, by [`Purpose`].
+    /// Bytes held, by [`Purpose`]: moved together with the dispatcher's count, under one lock.
     held: [u64; Purpose::ALL.len()],
 }
 
@@ -79,7 +81,7 @@ pub struct Hold {
 
 #[derive(Clone, Copy)]
 enum Need {
-    Hold,
+    Hold(Purpose),
     Partition,
 }
 
@@ -95,6 +97,8 @@ pub struct MemoryStatus {
     pub held: Vec<HeldBytes>,
     pub ahead_of_prover: usize,
     pub waiting_partitions: usize,
+    /// Holds (parameter sets being loaded) waiting for budget.
+    pub waiting_holds: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -110,6 +114,7 @@ impl Admission {
             state: Mutex::new(State {
                 dispatcher: Dispatcher::new(budget, depth),
                 admitted: HashSet::new(),
+                purposes: HashMap::new(),
                 next_ticket: 0,
                 held: [0; Purpose::ALL.len()],
             }),
@@ -124,6 +129,9 @@ impl Admission {
     /// Admits what the dispatcher allows now; wakes the waiters.
     fn pump(&self, st: &mut State) {
         while let Ok(work) = st.dispatcher.admit() {
+            if let Some(purpose) = st.purposes.remove(&work.item) {
+                st.held[purpose as usize] += work.bytes;
+            }
             st.admitted.insert(work.item);
         }
         self.changed.notify_all();
@@ -137,26 +145,28 @@ impl Admission {
         bytes: u64,
         cancelled: &AtomicBool,
     ) -> Result<Hold, Refused> {
-        self.wait_admitted(Need::Hold, priority, bytes, cancelled)?;
-        Ok(self.held(purpose, bytes))
+        self.wait_admitted(Need::Hold(purpose), priority, bytes, cancelled)?;
+        Ok(Hold {
+            admission: self.clone(),
+            bytes,
+            purpose,
+        })
     }
 
     /// Holds `bytes` for something the caller can do without, only if they fit now beside the
     /// sets held and the partition at the head of the queue, with no hold queued
     /// ([`Dispatcher::try_hold`]); never blocks.
     pub fn try_hold(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Option<Hold> {
-        let admitted = self.lock().dispatcher.try_hold(bytes);
-        admitted.then(|| self.held(purpose, bytes))
-    }
-
-    /// Counts an admitted hold under its purpose.
-    fn held(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Hold {
-        self.lock().held[purpose as usize] += bytes;
-        Hold {
+        let mut st = self.lock();
+        if !st.dispatcher.try_hold(bytes) {
+            return None;
+        }
+        st.held[purpose as usize] += bytes;
+        Some(Hold {
             admission: self.clone(),
             bytes,
             purpose,
-        }
+        })
     }
 
     /// Blocks until a partition of `bytes` may start synthesis (priority 0 first).
@@ -193,20 +203,27 @@ impl Admission {
             item: ticket,
         };
         let queued = match need {
-            Need::Hold => st.dispatcher.enqueue_hold(work),
+            Need::Hold(_) => st.dispatcher.enqueue_hold(work),
             Need::Partition => st.dispatcher.enqueue(work),
         };
         if queued.is_err() {
             return Err(Refused::TooLarge { bytes, budget });
+        }
+        if let Need::Hold(purpose) = need {
+            st.purposes.insert(ticket, purpose);
         }
         self.pump(&mut st);
         loop {
             // Cancellation first: an admission that raced with it is given back below.
             if cancelled.load(Ordering::SeqCst) {
                 st.dispatcher.remove(|t| *t == ticket);
+                st.purposes.remove(&ticket);
                 if st.admitted.remove(&ticket) {
                     match need {
-                        Need::Hold => st.dispatcher.release_hold(bytes),
+                        Need::Hold(purpose) => {
+                            st.held[purpose as usize] -= bytes;
+                            st.dispatcher.release_hold(bytes);
+                        }
                         Need::Partition => st.dispatcher.abandoned(bytes),
                     }
                     self.pump(&mut st);
@@ -244,6 +261,7 @@ impl Admission {
                 .collect(),
             ahead_of_prover: st.dispatcher.ahead_of_prover(),
             waiting_partitions: st.dispatcher.queued(),
+            waiting_holds: st.dispatcher.queued_holds(),
         }
     }
 }
@@ -374,6 +392,33 @@ mod tests {
         drop(other);
         let s = a.snapshot();
         assert_eq!((s.reserved_bytes, s.ahead_of_prover), (0, 0));
+    }
+
+    #[test]
+    fn a_hold_is_counted_by_purpose_the_moment_it_is_admitted() {
+        let a = Admission::new(100, 1);
+        let no = AtomicBool::new(false);
+        let part = a.admit(2, 80, &no).unwrap();
+        let waiter = {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                let no = AtomicBool::new(false);
+                a.hold(0, Purpose::Parameters, 50, &no).map(|h| h.bytes())
+            })
+        };
+        while a.snapshot().waiting_holds == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Admitted here, under the gate's lock, whether or not its thread has woken yet.
+        drop(part);
+        let s = a.snapshot();
+        assert_eq!((s.held_bytes, held(&a, Purpose::Parameters)), (50, 50));
+        assert_eq!(waiter.join().unwrap(), Ok(50));
+        assert_eq!(
+            a.snapshot().held_bytes,
+            0,
+            "the hold was dropped with its thread"
+        );
     }
 
     #[test]

@@ -222,8 +222,14 @@ impl<T> Dispatcher<T> {
         self.ahead_of_prover
     }
 
+    /// Partitions waiting.
     pub fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Holds waiting.
+    pub fn queued_holds(&self) -> usize {
+        self.holds.len()
     }
 }
 

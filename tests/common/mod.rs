@@ -16,7 +16,8 @@ pub const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 /// /var/tmp/cuzk-test-params). Missing 2 KiB parameters of every proof kind are made once
 /// through `cuzk params generate` (about 21 minutes on 2 cores: PoRep 13, SnapDeals 7, both
 /// PoSt 1; none when warm). Also points this process's filecoin-proofs at it, for the verifiers
-/// of filecoin-proofs-api the tests hold cuzk's proofs against (cuzk itself never reads it).
+/// of filecoin-proofs-api the tests hold cuzk's proofs against (cuzk's own calls are given the
+/// directory).
 pub fn params_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
