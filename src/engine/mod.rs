@@ -24,6 +24,8 @@ mod residency;
 mod retention;
 mod run;
 mod sets;
+#[cfg(test)]
+mod tests;
 
 pub use concurrency::Concurrency;
 pub use ledger::{Ledger, LedgerEntry, Stage};
