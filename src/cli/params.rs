@@ -83,7 +83,8 @@ pub fn run(cmd: ParamsCommand) -> Result<()> {
 fn generate(kind: ProofKind, sector_size: u64, dir: &Path) -> Result<ParameterFiles> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
-    let files = ParameterFiles::new(&dir, &cache_identifier(kind, sector_size)?);
+    let id = cache_identifier(kind, sector_size)?;
+    let files = ParameterFiles::new(&dir, &id);
     if files.params.exists() && files.vk.exists() {
         tracing::info!(params = %files.params.display(), "parameters already present");
         return Ok(files);
@@ -103,7 +104,7 @@ fn generate(kind: ProofKind, sector_size: u64, dir: &Path) -> Result<ParameterFi
         std::fs::remove_dir_all(&staging).ok();
         bail!("the parameter generator failed ({status})");
     }
-    let staged = ParameterFiles::new(&staging, &cache_identifier(kind, sector_size)?);
+    let staged = ParameterFiles::new(&staging, &id);
     for (from, to) in [(&staged.params, &files.params), (&staged.vk, &files.vk)] {
         if from.exists() {
             crate::persist::publish(from, to)?;
