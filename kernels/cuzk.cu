@@ -1,6 +1,7 @@
 // The program NVRTC compiles at start-up (src/gpu/kernels.rs): every kernel the prover launches.
 // Each file below also compiles alone, with the headers it includes.
 
+#include "util/scan.cu"
 #include "ntt/ntt.cu"
 #include "groth16/h.cu"
 #include "msm/msm.cu"

@@ -37,9 +37,12 @@ FN bool xyzz_is_inf(const xyzz_t<F> &p) {
     return f_is_zero(p.ZZ);
 }
 
+// The MSM's inner loop is the mixed addition (inlined); doublings and full additions, rare or
+// outside that loop, are called, which keeps NVRTC's time and the kernels' size down.
+
 // p <- 2p.
 template <class F>
-FN void xyzz_dbl(xyzz_t<F> &p) {
+FN_CALL void xyzz_dbl(xyzz_t<F> &p) {
     F U = f_add(p.Y, p.Y);
     F V = f_sqr(U);
     F W = f_mul(U, V);
@@ -55,7 +58,7 @@ FN void xyzz_dbl(xyzz_t<F> &p) {
 
 // p <- 2q for an affine q that is not infinity.
 template <class F>
-FN void xyzz_set_dbl_affine(xyzz_t<F> &p, const affine_t<F> &q) {
+FN_CALL void xyzz_set_dbl_affine(xyzz_t<F> &p, const affine_t<F> &q) {
     F U = f_add(q.y, q.y);
     F V = f_sqr(U);
     F W = f_mul(U, V);
@@ -103,7 +106,7 @@ FN void xyzz_add_affine(xyzz_t<F> &p, const affine_t<F> &q) {
 
 // p <- p + q.
 template <class F>
-FN void xyzz_add(xyzz_t<F> &p, const xyzz_t<F> &q) {
+FN_CALL void xyzz_add(xyzz_t<F> &p, const xyzz_t<F> &q) {
     if (xyzz_is_inf(q)) return;
     if (xyzz_is_inf(p)) {
         p = q;

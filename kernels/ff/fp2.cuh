@@ -2,7 +2,8 @@
 #define CUZK_FF_FP2_CUH
 
 // Fp2 = Fp[u]/(u^2+1), the field of G2's coordinates, as blst lays it out (c0, c1); and the
-// operations the curve code (ec/) uses on it.
+// operations the curve code (ec/) uses on it. Its arithmetic is called, not inlined (see
+// util/common.cuh).
 
 #include "ff/fp.cuh"
 
@@ -10,17 +11,17 @@ struct fp2_t {
     fp_t c0, c1;
 };
 
-FN fp2_t fp2_add(const fp2_t &a, const fp2_t &b) { return {fp_add(a.c0, b.c0), fp_add(a.c1, b.c1)}; }
-FN fp2_t fp2_sub(const fp2_t &a, const fp2_t &b) { return {fp_sub(a.c0, b.c0), fp_sub(a.c1, b.c1)}; }
+FN_CALL fp2_t fp2_add(const fp2_t &a, const fp2_t &b) { return {fp_add(a.c0, b.c0), fp_add(a.c1, b.c1)}; }
+FN_CALL fp2_t fp2_sub(const fp2_t &a, const fp2_t &b) { return {fp_sub(a.c0, b.c0), fp_sub(a.c1, b.c1)}; }
 // (a0 + a1 u)(b0 + b1 u) with u^2 = -1, Karatsuba: three base multiplications.
-FN fp2_t fp2_mul(const fp2_t &a, const fp2_t &b) {
+FN_CALL fp2_t fp2_mul(const fp2_t &a, const fp2_t &b) {
     fp_t t0 = fp_mul(a.c0, b.c0);
     fp_t t1 = fp_mul(a.c1, b.c1);
     fp_t t2 = fp_mul(fp_add(a.c0, a.c1), fp_add(b.c0, b.c1));
     return {fp_sub(t0, t1), fp_sub(fp_sub(t2, t0), t1)};
 }
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u.
-FN fp2_t fp2_sqr(const fp2_t &a) {
+FN_CALL fp2_t fp2_sqr(const fp2_t &a) {
     fp_t t = fp_mul(a.c0, a.c1);
     return {fp_mul(fp_add(a.c0, a.c1), fp_sub(a.c0, a.c1)), fp_add(t, t)};
 }

@@ -10,20 +10,7 @@
 // the device, Montgomery multiplication uses PTX carry chains instead (CUZK_PORTABLE_FIELD turns
 // them off); `cuzk selftest --gpu` checks that version against the CPU.
 
-#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-#define FN __device__ __forceinline__
-// Base-field operations are called, not inlined: inlined, every point formula would carry dozens
-// of unrolled 12-limb products and NVRTC takes minutes over the G2 kernels.
-#define FN_CALL __device__ __noinline__
-#define CONST_ARRAY __device__ __constant__
-#else
-#define FN static inline
-#define FN_CALL static
-#define CONST_ARRAY static const
-#endif
-
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "util/common.cuh"
 
 // r = t - m if t (N + 1 words) >= m, else t: t < 2m.
 template <int N>

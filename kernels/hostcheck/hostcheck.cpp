@@ -8,6 +8,7 @@
 #include "ff/fr.cuh"
 #include "ff/fp2.cuh"
 #include "ec/xyzz.cuh"
+#include "msm/digits.cuh"
 
 template <int N>
 static void parse(const std::string &hex, u32 *out) {
@@ -80,6 +81,13 @@ int main() {
                 print<12>(q->ZZ.l); printf(" ");
                 print<12>(q->ZZZ.l); printf(" ");
             }
+        } else if (op == "digits") {
+            // x = c, y = a canonical scalar: the bucket keys of its nonzero signed digits.
+            fr_t s;
+            parse<8>(y, s.l);
+            u32 c = (u32)std::stoul(x);
+            printf("%u", msm_windows(c));
+            for_each_digit(s, c, [&](u32 key) { printf(" %x", key); });
         } else {
             printf("unknown op %s", op.c_str());
         }

@@ -70,6 +70,13 @@ def main():
         points.append(k)
         cases.append((f"g1_mul {GX * RP % P:x} {GY * RP % P:x} {k}", expect))
 
+    for c in [2, 3, 4, 7, 8, 9, 13, 15, 16, 17, 19, 20, 21, 24]:
+        for s in [0, 1, 2, R - 1, R - 2, 2**254, 2**c, 2**(c - 1), 2**(c - 1) + 1, 2**255 - 19] + [
+            rnd.randrange(R) for _ in range(20)
+        ]:
+            if s < 2**255:
+                cases.append((f"digits {c} {s:x}", s))
+
     out = subprocess.run(
         [exe], input="\n".join(c for c, _ in cases) + "\n", capture_output=True, text=True, check=True
     ).stdout.splitlines()
@@ -89,6 +96,18 @@ def main():
                 if not ok:
                     bad += 1
                     print("MISMATCH", case)
+        elif case.startswith("digits"):
+            c = int(case.split()[1])
+            windows, *keys = [int(v, 16) for v in got.split()]
+            half = 1 << (c - 1)
+            total, in_range = 0, windows * c >= 255
+            for key in keys:
+                w, d = divmod(key & 0x7FFFFFFF, half)
+                in_range = in_range and w < windows
+                total += (-1 if key >> 31 else 1) * ((d + 1) << (c * w))
+            if total != want or not in_range:
+                bad += 1
+                print("MISMATCH", case, total, want)
         elif got.strip() != want:
             bad += 1
             print("MISMATCH", case, "\n  want", want, "\n  got ", got)

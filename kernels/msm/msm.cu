@@ -1,125 +1,248 @@
-// Multi-scalar multiplication, Pippenger with signed windows of c bits.
+// Multi-scalar multiplication: Pippenger over buckets sorted on the device.
 //
-// 1. msm_digits: one thread per scalar turns it from Montgomery form into W = ceil(256 / c)
-//    signed digits in [-2^(c-1), 2^(c-1)], stored window-major (digits[w * n + i]), and counts
-//    zeros and ones.
-// 2. msm_buckets_*: one thread per (group, window). A group is a contiguous chunk of the points;
-//    the thread accumulates each point of its chunk into bucket |d| (negated when d < 0), in XYZZ,
-//    then reduces its 2^(c-1) buckets by running sums into one point, results[group * W + window].
-//    Every thread does the same amount of work whatever the scalars, so skewed witnesses (mostly
-//    0 and 1) cannot pile up in one bucket.
-// 3. msm_reduce_*: halves the groups, pairwise, until one point per window is left.
-// The host weighs the W window sums by 2^(c w).
+// 1. msm_split: each scalar leaves Montgomery form; zeros are dropped, the points of ones are
+//    listed (and summed apart by msm_sum_listed_*: witness scalars are mostly 0 and 1), the rest
+//    are listed with their canonical scalar. Lists are appended a warp at a time, in no
+//    particular order: a sum does not depend on it.
+// 2. msm_histogram: each listed scalar is cut into W signed c-bit digits in [-2^(c-1), 2^(c-1)];
+//    every nonzero digit is one entry of bucket (w, |d| - 1): B = W * 2^(c-1) buckets.
+// 3. util/scan.cu: exclusive prefix sums of the counts give each bucket's run of entries.
+// 4. msm_scatter: each entry (point index, sign in the top bit) goes into its bucket's run.
+// 5. msm_accumulate_*: the runs, read as one array cut into chunks of equal length, one chunk a
+//    thread, so every thread does the same number of mixed additions however uneven the
+//    buckets. A run inside a chunk is its bucket's sum; a run crossing a chunk's edge leaves a
+//    partial sum per chunk (a tail where it starts, heads in the chunks it continues into),
+//    which msm_fixup_* adds up, one warp per crossing run.
+// 6. msm_window_level_*: per window, Σ_k (k+1)·bucket_k, in levels of K buckets (running sums),
+//    until one point per window is left.
+// The host weighs the W window sums by 2^(c·w) and adds the ones' sum.
 
 #include "ff/fr.cuh"
 #include "ec/xyzz.cuh"
+#include "msm/digits.cuh"
+#include "util/warp.cuh"
+
+// tail_bucket of a chunk without a tail.
+#define MSM_NO_TAIL 0xffffffffu
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 
-extern "C" __global__ void msm_digits(const fr_t *scalars, u32 n, u32 c, u32 windows,
-                                      short *digits, u32 *counts) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    bool zero = false, one = false;
-    if (i < n) {
-        fr_t s = fr_from_mont(scalars[i]);
-        u32 acc = 0;
+// Position p of `scalars` holds the scalar of point p, or with rev_bits of point
+// bitrev(p) (an h left in bit-reversed order by its NTTs); points at or past `points` are
+// skipped.
+extern "C" __global__ void msm_split(const fr_t *scalars, u32 positions, u32 points, u32 rev_bits,
+                                     u32 *ones, u32 *others, fr_t *other_scalars, u32 *counts) {
+    u32 p = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 i = rev_bits ? __brev(p) >> (32 - rev_bits) : p;
+    bool one = false, other = false;
+    fr_t s;
+    if (p < positions && i < points) {
+        s = fr_from_mont(scalars[p]);
+        u32 high = 0;
 #pragma unroll
-        for (int j = 1; j < 8; j++) acc |= s.l[j];
-        zero = acc == 0 && s.l[0] == 0;
-        one = acc == 0 && s.l[0] == 1;
-        u32 mask = (1u << c) - 1;
-        u32 carry = 0;
-        for (u32 w = 0; w < windows; w++) {
-            u32 bit = w * c;
-            u32 limb = bit >> 5, shift = bit & 31;
-            u32 raw = 0;
-            if (limb < 8) {
-                raw = s.l[limb] >> shift;
-                if (shift + c > 32 && limb + 1 < 8) raw |= s.l[limb + 1] << (32 - shift);
-            }
-            raw = (raw & mask) + carry;
-            int d;
-            if (raw > (1u << (c - 1))) {
-                d = (int)raw - (int)(1u << c);
-                carry = 1;
-            } else {
-                d = (int)raw;
-                carry = 0;
-            }
-            digits[(u64)w * n + i] = (short)d;
-        }
+        for (int j = 1; j < 8; j++) high |= s.l[j];
+        one = high == 0 && s.l[0] == 1;
+        other = !one && (high | s.l[0]) != 0;
     }
-    u32 zeros = __ballot_sync(0xffffffffu, zero);
-    u32 ones = __ballot_sync(0xffffffffu, one);
-    if ((threadIdx.x & 31) == 0) {
-        if (zeros) atomicAdd(&counts[0], __popc(zeros));
-        if (ones) atomicAdd(&counts[1], __popc(ones));
+    u32 k = warp_append(one, &counts[0]);
+    if (one) ones[k] = i;
+    k = warp_append(other, &counts[1]);
+    if (other) {
+        others[k] = i;
+        other_scalars[k] = s;
     }
 }
 
+extern "C" __global__ void msm_histogram(const fr_t *scalars, u32 m, u32 c, u32 *bucket_counts) {
+    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= m) return;
+    for_each_digit(scalars[k], c,
+                   [&](u32 b) { atomicAdd(&bucket_counts[b & ~MSM_NEGATE], 1u); });
+}
+
+// cursor starts as the runs' offsets and ends as their ends.
+extern "C" __global__ void msm_scatter(const fr_t *scalars, const u32 *points, u32 m, u32 c,
+                                       u32 *cursor, u32 *entries) {
+    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= m) return;
+    u32 point = points[k];
+    for_each_digit(scalars[k], c, [&](u32 b) {
+        u32 at = atomicAdd(&cursor[b & ~MSM_NEGATE], 1u);
+        entries[at] = point | (b & MSM_NEGATE);
+    });
+}
+
+// acc += ±bases[entry's point].
 template <class F>
-FN void msm_buckets(const affine_t<F> *bases, const short *digits, u32 n, u32 c, u32 windows,
-                    u32 groups, xyzz_t<F> *buckets, xyzz_t<F> *results) {
+FN void add_entry(xyzz_t<F> &acc, const affine_t<F> *bases, u32 entry) {
+    affine_t<F> q = bases[entry & ~MSM_NEGATE];
+    if (affine_is_inf(q)) return;
+    if (entry & MSM_NEGATE) q.y = f_neg(q.y);
+    xyzz_add_affine(acc, q);
+}
+
+template <class F>
+FN void msm_sum_listed(const affine_t<F> *bases, const u32 *list, u32 count, u32 threads,
+                       xyzz_t<F> *partials) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    u32 threads = groups * windows;
     if (t >= threads) return;
-    u32 w = t % windows;
-    u32 g = t / windows;
-    u32 chunk = (n + groups - 1) / groups;
-    u32 start = g * chunk;
-    u32 end = start + chunk < n ? start + chunk : n;
-    u32 nb = 1u << (c - 1);
-    for (u32 k = 0; k < nb; k++) xyzz_set_inf(buckets[(u64)k * threads + t]);
-    const short *row = digits + (u64)w * n;
-    for (u32 i = start; i < end; i++) {
-        int d = row[i];
-        if (d == 0) continue;
-        affine_t<F> q = bases[i];
-        if (affine_is_inf(q)) continue;
-        if (d < 0) {
-            q.y = f_neg(q.y);
-            d = -d;
-        }
-        xyzz_add_affine(buckets[(u64)(d - 1) * threads + t], q);
-    }
-    xyzz_t<F> running, acc;
-    xyzz_set_inf(running);
+    xyzz_t<F> acc;
     xyzz_set_inf(acc);
-    for (u32 k = nb; k-- > 0;) {
-        xyzz_add(running, buckets[(u64)k * threads + t]);
-        xyzz_add(acc, running);
-    }
-    results[t] = acc;
+    for (u32 k = t; k < count; k += threads) add_entry(acc, bases, list[k]);
+    partials[t] = acc;
 }
 
-// results[g * W + w] += results[(g + half) * W + w] for g < half.
+// p[t] += p[t + half] for t < half.
 template <class F>
-FN void msm_reduce(xyzz_t<F> *results, u32 windows, u32 half) {
+FN void msm_fold(xyzz_t<F> *p, u32 half) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= half * windows) return;
-    xyzz_t<F> p = results[t];
-    xyzz_add(p, results[t + half * windows]);
-    results[t] = p;
+    if (t >= half) return;
+    xyzz_t<F> acc = p[t];
+    xyzz_add(acc, p[t + half]);
+    p[t] = acc;
 }
 
-extern "C" __global__ void msm_buckets_g1(const affine_t<fp_t> *bases, const short *digits, u32 n,
-                                          u32 c, u32 windows, u32 groups, xyzz_t<fp_t> *buckets,
-                                          xyzz_t<fp_t> *results) {
-    msm_buckets(bases, digits, n, c, windows, groups, buckets, results);
+// offsets has buckets + 1 words (the last is total); entries [t*chunk, (t+1)*chunk) are thread
+// t's.
+template <class F>
+FN void msm_accumulate(const affine_t<F> *bases, const u32 *entries, const u32 *offsets,
+                       u32 buckets, u32 total, u32 chunk, xyzz_t<F> *sums, xyzz_t<F> *heads,
+                       xyzz_t<F> *tails, u32 *tail_bucket) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 begin64 = (u64)t * chunk;
+    if (begin64 >= total) return;
+    u32 begin = (u32)begin64;
+    u32 end = total - begin < chunk ? total : begin + chunk;
+    tail_bucket[t] = MSM_NO_TAIL;
+    // The last bucket whose run starts at or before `begin`: offsets[lo] <= begin < offsets[hi].
+    u32 lo = 0, hi = buckets;
+    while (hi - lo > 1) {
+        u32 mid = (lo + hi) / 2;
+        if (offsets[mid] <= begin) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    u32 b = lo, pos = begin;
+    while (pos < end) {
+        while (offsets[b + 1] <= pos) b++;  // empty buckets
+        u32 run_start = offsets[b], run_end = offsets[b + 1];
+        u32 stop = run_end < end ? run_end : end;
+        xyzz_t<F> acc;
+        xyzz_set_inf(acc);
+        for (; pos < stop; pos++) add_entry(acc, bases, entries[pos]);
+        if (run_start < begin) {
+            heads[t] = acc;
+        } else if (run_end > end) {
+            tails[t] = acc;
+            tail_bucket[t] = b;
+        } else {
+            sums[b] = acc;
+        }
+        b++;
+    }
 }
 
-extern "C" __global__ void msm_buckets_g2(const affine_t<fp2_t> *bases, const short *digits,
-                                          u32 n, u32 c, u32 windows, u32 groups,
-                                          xyzz_t<fp2_t> *buckets, xyzz_t<fp2_t> *results) {
-    msm_buckets(bases, digits, n, c, windows, groups, buckets, results);
+// One warp per chunk: a run that starts in chunk t and continues is its tail plus the heads of
+// the chunks up to the one holding its last entry.
+template <class F>
+FN void msm_fixup(const u32 *offsets, u32 chunk, u32 chunks, const xyzz_t<F> *heads,
+                  const xyzz_t<F> *tails, const u32 *tail_bucket, xyzz_t<F> *sums) {
+    u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 t = g >> 5, lane = g & 31;
+    if (t >= chunks) return;  // the whole warp
+    u32 b = tail_bucket[t];
+    if (b == MSM_NO_TAIL) return;  // the whole warp
+    u32 last = (offsets[b + 1] - 1) / chunk;
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    if (lane == 0) acc = tails[t];
+    for (u32 u = t + 1 + lane; u <= last; u += 32) xyzz_add(acc, heads[u]);
+#pragma unroll 1
+    for (u32 o = 16; o > 0; o >>= 1) {
+        xyzz_t<F> other = shfl_down_words(acc, o);
+        xyzz_add(acc, other);
+    }
+    if (lane == 0) sums[b] = acc;
 }
 
-extern "C" __global__ void msm_reduce_g1(xyzz_t<fp_t> *results, u32 windows, u32 half) {
-    msm_reduce(results, windows, half);
+// One level of the window sums. Each window has m points in x (and, after the first level, m
+// in y); thread g takes K = 2^log_k of them, chunk j of window w (g = w * m/K + j), and leaves
+//   x_out[g] = K·Σ_i x_i,   y_out[g] = Σ_i i·x_i + Σ_i y_i,
+// or on the first level (x the buckets, no y) y_out[g] = Σ_i (i+1)·x_i. Then
+// Σ_k weight_k·x_k + Σ y = Σ_j j·x_out_j + Σ_j y_out_j: the same form, K times shorter.
+template <class F>
+FN void msm_window_level(const xyzz_t<F> *x, const xyzz_t<F> *y, u32 first, u32 log_k,
+                         u32 threads, xyzz_t<F> *x_out, xyzz_t<F> *y_out) {
+    u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= threads) return;
+    u32 k = 1u << log_k;
+    u64 base = (u64)g * k;
+    xyzz_t<F> run, acc;
+    xyzz_set_inf(run);
+    xyzz_set_inf(acc);
+    for (u32 i = k; i-- > 0;) {
+        xyzz_add(run, x[base + i]);
+        if (first || i > 0) xyzz_add(acc, run);
+    }
+    if (!first)
+        for (u32 i = 0; i < k; i++) xyzz_add(acc, y[base + i]);
+    for (u32 d = 0; d < log_k; d++) xyzz_dbl(run);
+    x_out[g] = run;
+    y_out[g] = acc;
 }
 
-extern "C" __global__ void msm_reduce_g2(xyzz_t<fp2_t> *results, u32 windows, u32 half) {
-    msm_reduce(results, windows, half);
+extern "C" __global__ void msm_sum_listed_g1(const affine_t<fp_t> *bases, const u32 *list,
+                                            u32 count, u32 threads, xyzz_t<fp_t> *partials) {
+    msm_sum_listed(bases, list, count, threads, partials);
+}
+
+extern "C" __global__ void msm_fold_g1(xyzz_t<fp_t> *p, u32 half) { msm_fold(p, half); }
+
+extern "C" __global__ void msm_accumulate_g1(const affine_t<fp_t> *bases, const u32 *entries,
+                                            const u32 *offsets, u32 buckets, u32 total,
+                                            u32 chunk, xyzz_t<fp_t> *sums, xyzz_t<fp_t> *heads,
+                                            xyzz_t<fp_t> *tails, u32 *tail_bucket) {
+    msm_accumulate(bases, entries, offsets, buckets, total, chunk, sums, heads, tails, tail_bucket);
+}
+
+extern "C" __global__ void msm_fixup_g1(const u32 *offsets, u32 chunk, u32 chunks,
+                                       const xyzz_t<fp_t> *heads, const xyzz_t<fp_t> *tails,
+                                       const u32 *tail_bucket, xyzz_t<fp_t> *sums) {
+    msm_fixup(offsets, chunk, chunks, heads, tails, tail_bucket, sums);
+}
+
+extern "C" __global__ void msm_window_level_g1(const xyzz_t<fp_t> *x, const xyzz_t<fp_t> *y,
+                                              u32 first, u32 log_k, u32 threads,
+                                              xyzz_t<fp_t> *x_out, xyzz_t<fp_t> *y_out) {
+    msm_window_level(x, y, first, log_k, threads, x_out, y_out);
+}
+
+extern "C" __global__ void msm_sum_listed_g2(const affine_t<fp2_t> *bases, const u32 *list,
+                                            u32 count, u32 threads, xyzz_t<fp2_t> *partials) {
+    msm_sum_listed(bases, list, count, threads, partials);
+}
+
+extern "C" __global__ void msm_fold_g2(xyzz_t<fp2_t> *p, u32 half) { msm_fold(p, half); }
+
+extern "C" __global__ void msm_accumulate_g2(const affine_t<fp2_t> *bases, const u32 *entries,
+                                            const u32 *offsets, u32 buckets, u32 total,
+                                            u32 chunk, xyzz_t<fp2_t> *sums, xyzz_t<fp2_t> *heads,
+                                            xyzz_t<fp2_t> *tails, u32 *tail_bucket) {
+    msm_accumulate(bases, entries, offsets, buckets, total, chunk, sums, heads, tails, tail_bucket);
+}
+
+extern "C" __global__ void msm_fixup_g2(const u32 *offsets, u32 chunk, u32 chunks,
+                                       const xyzz_t<fp2_t> *heads, const xyzz_t<fp2_t> *tails,
+                                       const u32 *tail_bucket, xyzz_t<fp2_t> *sums) {
+    msm_fixup(offsets, chunk, chunks, heads, tails, tail_bucket, sums);
+}
+
+extern "C" __global__ void msm_window_level_g2(const xyzz_t<fp2_t> *x, const xyzz_t<fp2_t> *y,
+                                              u32 first, u32 log_k, u32 threads,
+                                              xyzz_t<fp2_t> *x_out, xyzz_t<fp2_t> *y_out) {
+    msm_window_level(x, y, first, log_k, threads, x_out, y_out);
 }
 
 #endif

@@ -120,7 +120,9 @@ pub enum BenchCommand {
         #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
         pce_dir: PathBuf,
     },
-    /// Time one G1 MSM of random points and scalars.
+    /// Time our GPU kernels at a chosen size on random inputs (no parameter file needed).
+    Gpu(super::bench_gpu::GpuBenchArgs),
+    /// Time one G1 MSM of random points and scalars on the CPU.
     Msm {
         /// log2 of the number of points.
         #[arg(long, default_value_t = 22)]
@@ -274,6 +276,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             Ok(())
         }
         BenchCommand::Msm { log2 } => bench_msm(log2),
+        BenchCommand::Gpu(args) => super::bench_gpu::run(args),
     }
 }
 

@@ -2,7 +2,9 @@
 
 mod appliance;
 mod bench;
+mod bench_gpu;
 mod config;
+mod kernels;
 mod logging;
 mod params;
 mod pce;
@@ -47,6 +49,9 @@ enum Command {
     Bench(bench::BenchCommand),
     /// Check the GPU kernels against the CPU backend.
     Selftest(selftest::SelftestArgs),
+    /// The GPU kernels' compiled form.
+    #[command(subcommand)]
+    Kernels(kernels::KernelsCommand),
 }
 
 /// Where the CLI commands cache compiled GPU kernels (the service uses <data_dir>/kernels).
@@ -143,6 +148,7 @@ pub fn run() -> ExitCode {
         Command::Pce(cmd) => pce::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Selftest(args) => selftest::run(args),
+        Command::Kernels(cmd) => kernels::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

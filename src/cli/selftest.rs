@@ -147,6 +147,8 @@ impl Tester<'_> {
             lens.push(1 << log);
             lens.push((1 << log) - 3);
         }
+        let largest = lens.iter().filter(|&&l| l <= 1 << 22).max().copied().unwrap_or(1);
+        let h_bases = G1Projective::random_bases(largest.next_power_of_two(), 3);
         for (i, len) in lens.into_iter().enumerate() {
             let seed = 100 + i as u64;
             let (a, b, c) = if i % 3 == 2 {
@@ -162,6 +164,7 @@ impl Tester<'_> {
                     random_scalars(len, seed + 2),
                 )
             };
+            let (a2, b2, c2) = (a.clone(), b.clone(), c.clone());
             let clock = Instant::now();
             let got = self.gpu.h_coefficients(a.clone(), b.clone(), c.clone())?;
             let gpu_s = clock.elapsed().as_secs_f64();
@@ -169,6 +172,17 @@ impl Tester<'_> {
             let want = CpuBackend.h_coefficients(a, b, c)?;
             let cpu_s = clock.elapsed().as_secs_f64();
             self.report(got == want, format!("h    len {len}"), gpu_s, cpu_s);
+            // h straight into its MSM on the device (h in bit-reversed order there).
+            if len <= 1 << 22 {
+                let bases = &h_bases[..want.len()];
+                let clock = Instant::now();
+                let got = self.gpu.h_msm_g1(bases, a2, b2, c2)?;
+                let gpu_s = clock.elapsed().as_secs_f64();
+                let clock = Instant::now();
+                let (want, _) = msm::<G1Projective>(bases, &want);
+                let cpu_s = clock.elapsed().as_secs_f64();
+                self.report(got == want, format!("h -> msm len {len}"), gpu_s, cpu_s);
+            }
         }
         Ok(())
     }
@@ -209,6 +223,11 @@ impl Tester<'_> {
                     vec![Scalar::ZERO; n],
                 ));
                 cases.push(("all one scalars", bases[..n].to_vec(), vec![Scalar::ONE; n]));
+                // Few distinct digits: a handful of buckets hold every entry, across many chunks.
+                let small = (0..n).map(|k| Scalar::from(2 + (k % 8) as u64)).collect();
+                cases.push(("scalars 2..9 (crowded buckets)", bases[..n].to_vec(), small));
+                let one = random_scalars(1, 900 + i as u64)[0];
+                cases.push(("one random scalar repeated", bases[..n].to_vec(), vec![one; n]));
             }
             for (name, b, s) in cases {
                 let clock = Instant::now();
@@ -233,7 +252,7 @@ fn sizes(max_log2: u32, logs: &[u32]) -> Vec<u32> {
     logs.iter().copied().filter(|&l| l <= max_log2).collect()
 }
 
-fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+pub(super) fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     (0..n)
         .into_par_iter()
         .chunks(1 << 14)
@@ -271,7 +290,7 @@ fn witness_scalars(n: usize, seed: u64) -> Vec<Scalar> {
         .collect()
 }
 
-trait TestCurve: MsmCurve + Curve<AffineRepr = <Self as MsmCurve>::Affine> + PartialEq {
+pub(super) trait TestCurve: MsmCurve + Curve<AffineRepr = <Self as MsmCurve>::Affine> + PartialEq {
     fn identity_affine() -> <Self as MsmCurve>::Affine;
     const NAME: &'static str;
     fn random_bases(n: usize, seed: u64) -> Vec<<Self as MsmCurve>::Affine>;

@@ -3,7 +3,7 @@
 //! Host buffers go to the device as they are: blstrs keeps scalars and points in Montgomery form
 //! with blst's limb order, which is the kernels' layout ([`Words`]). One call's work runs on a
 //! device at a time (its time counts as busy); stages are timed (transfers and kernels apart)
-//! when a bench or the selftest asks. The work itself is in `ntt` (h), `msm` and `resident`
+//! when a bench or the selftest asks. The work itself is in `ntt` (h, and h into its MSM without leaving the device), `msm` and `resident`
 //! (the bases kept on the device and the room every call needs).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,18 +39,24 @@ impl Kernels {
     }
 }
 
-/// Launches kernel `$k` over `$threads` threads in blocks of `$block`, with the arguments in
-/// the order and types the kernel declares.
+/// Launches kernel `$k` over `$threads` threads in blocks of `$block` (with `$shared` bytes of
+/// dynamic shared memory a block), with the arguments in the order and types the kernel
+/// declares.
 macro_rules! launch {
-    ($gpu:expr, $k:expr, $threads:expr, $block:expr; $($arg:expr),* $(,)?) => {{
+    ($gpu:expr, $k:expr, $threads:expr, $block:expr; $($arg:expr),* $(,)?) => {
+        launch!($gpu, $k, $threads, $block, 0; $($arg),*)
+    };
+    ($gpu:expr, $k:expr, $threads:expr, $block:expr, $shared:expr; $($arg:expr),* $(,)?) => {{
         let threads: usize = $threads;
         if threads > 0 {
             use cudarc::driver::PushKernelArg;
             let mut b = $gpu.stream.launch_builder($gpu.kernels.get($k));
             $( b.arg($arg); )*
+            let mut config = $crate::gpu::backend::grid(threads, $block);
+            config.shared_mem_bytes = $shared;
             // SAFETY: each call site passes its kernel's parameters in order, with buffers as
             // long as `threads` implies.
-            unsafe { b.launch($crate::gpu::backend::grid(threads, $block)) }?;
+            unsafe { b.launch(config) }?;
         }
     }};
 }
@@ -111,6 +117,20 @@ impl GpuBackend {
 
     pub fn info(&self) -> &GpuInfo {
         &self.info
+    }
+
+    /// Σ h_i·bases[i] with h = (A·B - C)/Z computed from a, b, c on the device and left there
+    /// for the MSM (bases uploaded for the call). For `cuzk selftest` and `cuzk bench gpu`.
+    pub fn h_msm_g1(
+        &self,
+        bases: &[G1Affine],
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<G1Projective, ProveError> {
+        self.h_msm_on_device(bases, None, a, b, c)
+            .map(|(sum, _, _)| sum)
+            .map_err(|e| e.on(&self.info))
     }
 
     /// The device for one call's work; its time counts as busy.
@@ -175,6 +195,18 @@ impl Backend for GpuBackend {
         c: Vec<Scalar>,
     ) -> Result<Vec<Scalar>, ProveError> {
         self.h_on_device(a, b, c).map_err(|e| e.on(&self.info))
+    }
+
+    fn h_msm(
+        &self,
+        srs: &Srs,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<(G1Projective, Duration), ProveError> {
+        self.h_msm_on_device(&srs.h, Some((srs.id, G1Query::H.name())), a, b, c)
+            .map(|(sum, _, h_took)| (sum, h_took))
+            .map_err(|e| e.on(&self.info))
     }
 
     fn msm_g1(

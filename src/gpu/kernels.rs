@@ -1,4 +1,4 @@
-//! Our CUDA kernels: the sources (kernels/: ff/, ec/, ntt/, groth16/, msm/) are embedded in the
+//! Our CUDA kernels: the sources (kernels/: util/, ff/, ec/, ntt/, groth16/, msm/) are embedded in the
 //! binary, compiled by NVRTC into a cubin for the device's architecture at start-up, and the cubin
 //! cached in the data dir under a hash of sources, options, architecture and NVRTC version, so a
 //! later start loads it in milliseconds. [`Kernel`] is the one list of the kernels we launch.
@@ -16,7 +16,10 @@ use sha2::{Digest, Sha256};
 pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.cu"));
 
 /// Every kernel source, by the path `#include` names it with (relative to kernels/).
-pub const FILES: [(&str, &str); 9] = [
+pub const FILES: [(&str, &str); 13] = [
+    ("util/common.cuh", include_str!("../../kernels/util/common.cuh")),
+    ("util/warp.cuh", include_str!("../../kernels/util/warp.cuh")),
+    ("util/scan.cu", include_str!("../../kernels/util/scan.cu")),
     ("ff/mont.cuh", include_str!("../../kernels/ff/mont.cuh")),
     ("ff/fr.cuh", include_str!("../../kernels/ff/fr.cuh")),
     ("ff/fp.cuh", include_str!("../../kernels/ff/fp.cuh")),
@@ -24,6 +27,7 @@ pub const FILES: [(&str, &str); 9] = [
     ("ec/xyzz.cuh", include_str!("../../kernels/ec/xyzz.cuh")),
     ("ntt/ntt.cu", include_str!("../../kernels/ntt/ntt.cu")),
     ("groth16/h.cu", include_str!("../../kernels/groth16/h.cu")),
+    ("msm/digits.cuh", include_str!("../../kernels/msm/digits.cuh")),
     ("msm/msm.cu", include_str!("../../kernels/msm/msm.cu")),
     PROGRAM,
 ];
@@ -32,42 +36,72 @@ pub const FILES: [(&str, &str); 9] = [
 /// module is loaded, and against the sources in the tests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
+    ScanTiles,
+    ScanAdd,
     BitReverse,
-    NttStage,
+    NttTiles,
     ScalePowers,
     HPointwise,
-    MsmDigits,
-    MsmBucketsG1,
-    MsmBucketsG2,
-    MsmReduceG1,
-    MsmReduceG2,
+    MsmSplit,
+    MsmHistogram,
+    MsmScatter,
+    MsmSumListedG1,
+    MsmSumListedG2,
+    MsmFoldG1,
+    MsmFoldG2,
+    MsmAccumulateG1,
+    MsmAccumulateG2,
+    MsmFixupG1,
+    MsmFixupG2,
+    MsmWindowLevelG1,
+    MsmWindowLevelG2,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 9] = [
+    pub const ALL: [Kernel; 19] = [
+        Kernel::ScanTiles,
+        Kernel::ScanAdd,
         Kernel::BitReverse,
-        Kernel::NttStage,
+        Kernel::NttTiles,
         Kernel::ScalePowers,
         Kernel::HPointwise,
-        Kernel::MsmDigits,
-        Kernel::MsmBucketsG1,
-        Kernel::MsmBucketsG2,
-        Kernel::MsmReduceG1,
-        Kernel::MsmReduceG2,
+        Kernel::MsmSplit,
+        Kernel::MsmHistogram,
+        Kernel::MsmScatter,
+        Kernel::MsmSumListedG1,
+        Kernel::MsmSumListedG2,
+        Kernel::MsmFoldG1,
+        Kernel::MsmFoldG2,
+        Kernel::MsmAccumulateG1,
+        Kernel::MsmAccumulateG2,
+        Kernel::MsmFixupG1,
+        Kernel::MsmFixupG2,
+        Kernel::MsmWindowLevelG1,
+        Kernel::MsmWindowLevelG2,
     ];
 
     /// The `extern "C"` name the sources give it.
     pub fn name(self) -> &'static str {
         match self {
+            Kernel::ScanTiles => "scan_tiles",
+            Kernel::ScanAdd => "scan_add",
             Kernel::BitReverse => "fr_bit_reverse",
-            Kernel::NttStage => "fr_ntt_stage",
+            Kernel::NttTiles => "fr_ntt_tiles",
             Kernel::ScalePowers => "fr_scale_powers",
             Kernel::HPointwise => "fr_h_pointwise",
-            Kernel::MsmDigits => "msm_digits",
-            Kernel::MsmBucketsG1 => "msm_buckets_g1",
-            Kernel::MsmBucketsG2 => "msm_buckets_g2",
-            Kernel::MsmReduceG1 => "msm_reduce_g1",
-            Kernel::MsmReduceG2 => "msm_reduce_g2",
+            Kernel::MsmSplit => "msm_split",
+            Kernel::MsmHistogram => "msm_histogram",
+            Kernel::MsmScatter => "msm_scatter",
+            Kernel::MsmSumListedG1 => "msm_sum_listed_g1",
+            Kernel::MsmSumListedG2 => "msm_sum_listed_g2",
+            Kernel::MsmFoldG1 => "msm_fold_g1",
+            Kernel::MsmFoldG2 => "msm_fold_g2",
+            Kernel::MsmAccumulateG1 => "msm_accumulate_g1",
+            Kernel::MsmAccumulateG2 => "msm_accumulate_g2",
+            Kernel::MsmFixupG1 => "msm_fixup_g1",
+            Kernel::MsmFixupG2 => "msm_fixup_g2",
+            Kernel::MsmWindowLevelG1 => "msm_window_level_g1",
+            Kernel::MsmWindowLevelG2 => "msm_window_level_g2",
         }
     }
 }

@@ -1,7 +1,11 @@
-//! Multi-scalar multiplication on the device (kernels/msm/): scalars to signed c-bit digits
-//! (zeros and ones counted), one thread per (group of points, window) filling its own buckets, a
-//! pairwise reduction of the groups, then the window sums weighed by 2^(c·w) on the host.
+//! Multi-scalar multiplication on the device (kernels/msm/msm.cu). The scalars are split: zeros
+//! dropped, the points of ones summed by a parallel reduction, the rest through Pippenger with
+//! signed c-bit digits whose (bucket, point) entries are sorted into runs on the device; the
+//! runs are summed in chunks of equal length (skewed buckets cost nothing extra), the windows
+//! reduced on the device, and the host weighs the few window sums by 2^(c·w).
 
+use std::ops::Deref;
+use std::sync::Arc;
 use std::time::Instant;
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -14,62 +18,131 @@ use super::kernels::Kernel;
 use super::resident::BasesKey;
 use crate::groth16::msm::MsmStats;
 
-/// Window width, window count and point groups of one MSM.
+/// Window width and window count of the Pippenger part of an MSM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsmShape {
-    /// Bits per signed window (at most 15: digits are i16).
+    /// Bits per signed window: digits lie in [-2^(c-1), 2^(c-1)], 2^(c-1) buckets a window.
     pub c: u32,
-    /// ceil(256 / c): the top window takes the last carry.
+    /// 255 / c + 1: scalars are below 2^255, so the top window never carries out.
     pub windows: u32,
-    /// Contiguous chunks of the points, one thread per (group, window); a power of two.
-    pub groups: u32,
 }
 
+/// Entries summed by one thread of the accumulation are chosen so that about this many threads
+/// share the work (a few waves of the largest devices).
+const ACCUMULATE_THREADS: usize = 1 << 18;
+/// Buckets (then partial window sums) one thread of a window level takes: 2^WINDOW_LOG_K.
+const WINDOW_LOG_K: u32 = 3;
+/// At most this many threads sum the points of the ones.
+const ONES_THREADS: usize = 1 << 14;
+
 impl MsmShape {
-    pub fn new(n: usize, max_groups: u32) -> MsmShape {
-        let c: u32 = if n < 1 << 10 {
-            4
-        } else if n < 1 << 16 {
-            6
-        } else {
-            8
-        };
-        let wanted = (n >> c).max(1) as u64;
-        let groups = (1u64 << (63 - wanted.leading_zeros())).min(max_groups as u64) as u32;
+    /// The shape for `m` scalars through Pippenger: about 2^6 entries per bucket, so the
+    /// bucket reduction stays small beside the additions.
+    pub fn new(m: usize) -> MsmShape {
+        let log = usize::BITS - 1 - m.max(1).leading_zeros();
+        let c = log.saturating_sub(6).clamp(4, 20);
         MsmShape {
             c,
-            windows: 256u32.div_ceil(c),
-            groups,
+            windows: 255 / c + 1,
         }
     }
 
-    fn threads(&self) -> usize {
-        (self.groups * self.windows) as usize
+    /// Buckets of one window.
+    pub fn half(&self) -> usize {
+        1 << (self.c - 1)
     }
 
-    /// Words of the buckets of curve `C`: 2^(c-1) per thread.
-    fn buckets_words<C: GpuCurve>(&self) -> usize {
-        (1usize << (self.c - 1)) * self.threads() * C::XYZZ_WORDS
+    /// Buckets of all windows.
+    pub fn buckets(&self) -> usize {
+        self.windows as usize * self.half()
     }
 }
 
-/// Device bytes an MSM of `n` points of curve `C` needs: scalars, digits, buckets and results,
-/// the bases unless they are resident, and slack.
+/// Entries of the sorted runs for `m` scalars at most, and the chunk each accumulation thread
+/// takes of them.
+fn chunking(entries: usize) -> (u32, u32) {
+    let chunk = entries.div_ceil(ACCUMULATE_THREADS).max(1);
+    (chunk as u32, entries.div_ceil(chunk) as u32)
+}
+
+/// Device bytes an MSM of `n` points of curve `C` needs at most: the scalars and their split,
+/// the sorted entries, buckets, partial sums of chunks and window levels, the bases unless
+/// they are resident, and slack.
 pub(super) fn msm_working_bytes<C: GpuCurve>(n: usize, bases_resident: bool) -> usize {
-    let shape = MsmShape::new(n, C::MAX_GROUPS);
+    let shape = MsmShape::new(n);
+    let point = C::XYZZ_WORDS * 4;
+    let entries = n * shape.windows as usize;
+    let (_, chunks) = chunking(entries);
     let bases = if bases_resident {
         0
     } else {
         n * std::mem::size_of::<C::Affine>()
     };
     n * 32
-        + shape.windows as usize * n * 2
-        + (shape.buckets_words::<C>() + shape.threads() * C::XYZZ_WORDS) * 4
+        + n * (4 + 4 + 32)
+        + 2 * (shape.buckets() + 1) * 4
+        + entries * 4
+        + 2 * shape.buckets() * point
+        + chunks as usize * (2 * point + 4)
+        + ONES_THREADS * point
         + bases
         + (64 << 20)
 }
 
+/// An MSM's scalars on the device.
+pub(super) struct DeviceScalars<'a> {
+    /// Scalars in Montgomery form, 8 words each.
+    pub buf: &'a CudaSlice<u32>,
+    /// Scalars in `buf`.
+    pub positions: usize,
+    /// Points summed; positions whose point is at or past it are skipped.
+    pub points: usize,
+    /// Nonzero: position p holds the scalar of point bitrev(p) over this many bits.
+    pub rev_bits: u32,
+}
+
+/// Bases for one call: resident ones shared, others uploaded for it.
+pub(super) enum CallBases {
+    Resident(Arc<CudaSlice<u32>>),
+    Uploaded(CudaSlice<u32>),
+}
+
+impl Deref for CallBases {
+    type Target = CudaSlice<u32>;
+    fn deref(&self) -> &CudaSlice<u32> {
+        match self {
+            CallBases::Resident(b) => b,
+            CallBases::Uploaded(b) => b,
+        }
+    }
+}
+
 impl GpuBackend {
+    /// The device copy of `bases[..n]`: resident under `key` when it fits, else uploaded, after
+    /// room is made for `working` more bytes (plus the upload).
+    pub(super) fn call_bases<C: GpuCurve>(
+        &self,
+        bases: &[C::Affine],
+        n: usize,
+        key: Option<BasesKey>,
+        working: usize,
+    ) -> Result<CallBases, GpuError> {
+        let resident = match key {
+            Some(key) => self.resident::<C>(key, bases)?,
+            None => None,
+        };
+        let upload = if resident.is_some() {
+            0
+        } else {
+            n * std::mem::size_of::<C::Affine>()
+        };
+        self.room_for_call(working + upload, key)?;
+        Ok(match resident {
+            Some(buf) => CallBases::Resident(buf),
+            None => CallBases::Uploaded(self.stream.clone_htod(words(&bases[..n]))?),
+        })
+    }
+
     /// Σ scalars·bases on the device; with `key`, `bases` is that whole query and stays
     /// resident.
     pub(super) fn msm_on_device<C: GpuCurve>(
@@ -88,77 +161,195 @@ impl GpuBackend {
                 bases.len()
             )));
         }
-        let n32 = u32::try_from(n).map_err(|_| GpuError::Shape(format!("{n} points")))?;
-        let shape = MsmShape::new(n, C::MAX_GROUPS);
         let label = format!("msm_{} ({n} points)", C::NAME);
         let _busy = self.occupy();
-
-        let resident = match key {
-            Some(key) => self.resident::<C>(key, bases)?,
-            None => None,
-        };
-        self.room_for_call(msm_working_bytes::<C>(n, resident.is_some()), key)?;
         let clock = Instant::now();
-        let transient;
-        let db: &CudaSlice<u32> = match &resident {
-            Some(buf) => buf,
-            None => {
-                transient = self.stream.clone_htod(words(&bases[..n]))?;
-                &transient
-            }
-        };
+        let working = msm_working_bytes::<C>(n, true);
+        let db = self.call_bases::<C>(bases, n, key, working)?;
         let ds = self.stream.clone_htod(words(scalars))?;
-        let bases_bytes = if resident.is_some() {
-            0
-        } else {
-            n * std::mem::size_of::<C::Affine>()
+        let bytes = match db {
+            CallBases::Resident(_) => n * 32,
+            CallBases::Uploaded(_) => n * (32 + std::mem::size_of::<C::Affine>()),
         };
-        let bytes = (bases_bytes + n * 32) as u64;
-        let clock = self.record(format!("{label}.upload"), clock, bytes)?;
+        let clock = self.record(format!("{label}.upload"), clock, bytes as u64)?;
+        let scalars = DeviceScalars {
+            buf: &ds,
+            positions: n,
+            points: n,
+            rev_bits: 0,
+        };
+        self.msm_kernels::<C>(&db, scalars, &label, clock)
+    }
 
-        let threads = shape.threads();
-        // SAFETY: msm_digits writes every one of the windows * n digits.
-        let mut digits = unsafe { self.stream.alloc::<i16>(shape.windows as usize * n) }?;
+    /// The MSM of scalars already on the device over bases on the device. The caller holds the
+    /// device (`occupy`) and has made room for [`msm_working_bytes`].
+    pub(super) fn msm_kernels<C: GpuCurve>(
+        &self,
+        bases: &CudaSlice<u32>,
+        scalars: DeviceScalars<'_>,
+        label: &str,
+        clock: Instant,
+    ) -> Result<(C, MsmStats), GpuError> {
+        let points = scalars.points;
+        if points >= MSM_NEGATE as usize || scalars.positions > u32::MAX as usize {
+            return Err(GpuError::Shape(format!("an MSM of {points} points")));
+        }
+        let (positions, points32) = (scalars.positions as u32, points as u32);
+        // SAFETY: msm_split writes the first counts[0] and counts[1] entries, the only ones read.
+        let mut ones = unsafe { self.stream.alloc::<u32>(points.max(1)) }?;
+        let mut others = unsafe { self.stream.alloc::<u32>(points.max(1)) }?;
+        let mut other_scalars = unsafe { self.stream.alloc::<u32>(points.max(1) * 8) }?;
         let mut counts = self.stream.alloc_zeros::<u32>(2)?;
-        launch!(self, Kernel::MsmDigits, n, 256; &ds, &n32, &shape.c, &shape.windows, &mut digits, &mut counts);
-        drop(ds);
-        // SAFETY: the bucket kernel initializes every bucket and writes every result.
-        let mut buckets = unsafe { self.stream.alloc::<u32>(shape.buckets_words::<C>()) }?;
-        let mut results = unsafe { self.stream.alloc::<u32>(threads * C::XYZZ_WORDS) }?;
-        launch!(self, C::BUCKETS, threads, 128; db, &digits, &n32, &shape.c, &shape.windows, &shape.groups, &mut buckets, &mut results);
-        drop((buckets, digits));
-        let mut half = shape.groups / 2;
-        while half > 0 {
-            launch!(self, C::REDUCE, (half * shape.windows) as usize, 128; &mut results, &shape.windows, &half);
-            half /= 2;
-        }
-        let clock = self.record(format!("{label}.kernels"), clock, 0)?;
-
-        let sums = self
-            .stream
-            .clone_dtoh(&results.slice(0..shape.windows as usize * C::XYZZ_WORDS))?;
+        launch!(self, Kernel::MsmSplit, scalars.positions, 256;
+            scalars.buf, &positions, &points32, &scalars.rev_bits,
+            &mut ones, &mut others, &mut other_scalars, &mut counts);
         let counts = self.stream.clone_dtoh(&counts)?;
-        self.record(format!("{label}.download"), clock, (sums.len() * 4) as u64)?;
+        let (n_ones, m) = (counts[0] as usize, counts[1] as usize);
+        let mut clock = self.record(format!("{label}.split"), clock, 0)?;
 
-        let mut acc = C::identity();
-        for w in sums.chunks(C::XYZZ_WORDS).rev() {
-            for _ in 0..shape.c {
-                acc = acc.double();
-            }
-            acc += C::from_xyzz(w);
+        let mut sum = C::identity();
+        if n_ones > 0 {
+            sum += self.sum_listed::<C>(bases, &ones, n_ones)?;
+            clock = self.record(format!("{label}.ones ({n_ones})"), clock, 0)?;
         }
-        let (zeros, ones) = (counts[0] as usize, counts[1] as usize);
+        drop(ones);
+        if m > 0 {
+            sum += self.pippenger::<C>(bases, &others, &other_scalars, m, label, clock)?;
+        }
         Ok((
-            acc,
+            sum,
             MsmStats {
-                points: n,
-                zeros,
-                ones,
-                others: n - zeros - ones,
+                points,
+                zeros: points - n_ones - m,
+                ones: n_ones,
+                others: m,
             },
         ))
     }
+
+    /// Σ bases[list[k]] for k < count: threads sum strided parts, then fold pairwise.
+    fn sum_listed<C: GpuCurve>(
+        &self,
+        bases: &CudaSlice<u32>,
+        list: &CudaSlice<u32>,
+        count: usize,
+    ) -> Result<C, GpuError> {
+        let threads = count.div_ceil(64).next_power_of_two().min(ONES_THREADS);
+        // SAFETY: msm_sum_listed writes every partial.
+        let mut partials = unsafe { self.stream.alloc::<u32>(threads * C::XYZZ_WORDS) }?;
+        let (count32, threads32) = (count as u32, threads as u32);
+        launch!(self, C::SUM_LISTED, threads, 128; bases, list, &count32, &threads32, &mut partials);
+        let mut half = threads32 / 2;
+        while half > 0 {
+            launch!(self, C::FOLD, half as usize, 128; &mut partials, &half);
+            half /= 2;
+        }
+        let words = self
+            .stream
+            .clone_dtoh(&partials.slice(0..C::XYZZ_WORDS))?;
+        Ok(C::from_xyzz(&words))
+    }
+
+    /// Pippenger over the `m` listed points and their canonical scalars.
+    fn pippenger<C: GpuCurve>(
+        &self,
+        bases: &CudaSlice<u32>,
+        points: &CudaSlice<u32>,
+        scalars: &CudaSlice<u32>,
+        m: usize,
+        label: &str,
+        clock: Instant,
+    ) -> Result<C, GpuError> {
+        let shape = MsmShape::new(m);
+        let buckets = shape.buckets();
+        if m as u64 * shape.windows as u64 >= u32::MAX as u64 {
+            return Err(GpuError::Shape(format!(
+                "an MSM of {m} scalars past 1 has more entries than 32-bit offsets hold"
+            )));
+        }
+        let (m32, buckets32) = (m as u32, buckets as u32);
+        let mut offsets = self.stream.alloc_zeros::<u32>(buckets + 1)?;
+        launch!(self, Kernel::MsmHistogram, m, 256; scalars, &m32, &shape.c, &mut offsets);
+        self.scan(&mut offsets, buckets + 1)?;
+        let total = self.stream.clone_dtoh(&offsets.slice(buckets..buckets + 1))?[0];
+        let mut cursor = self.stream.clone_dtod(&offsets)?;
+        // SAFETY: msm_scatter writes each of the `total` entries once.
+        let mut entries = unsafe { self.stream.alloc::<u32>(total.max(1) as usize) }?;
+        launch!(self, Kernel::MsmScatter, m, 256; scalars, points, &m32, &shape.c, &mut cursor, &mut entries);
+        drop(cursor);
+        let clock = self.record(format!("{label}.sort (c {}, {total} entries)", shape.c), clock, 0)?;
+
+        let w = C::XYZZ_WORDS;
+        let mut sums = self.stream.alloc_zeros::<u32>(buckets * w)?;
+        if total > 0 {
+            let (chunk, chunks) = chunking(total as usize);
+            // SAFETY: the accumulation writes every tail_bucket, and the heads and tails the
+            // fix-up reads (those of the chunks a crossing run spans).
+            let mut heads = unsafe { self.stream.alloc::<u32>(chunks as usize * w) }?;
+            let mut tails = unsafe { self.stream.alloc::<u32>(chunks as usize * w) }?;
+            let mut tail_bucket = unsafe { self.stream.alloc::<u32>(chunks as usize) }?;
+            launch!(self, C::ACCUMULATE, chunks as usize, 128;
+                bases, &entries, &offsets, &buckets32, &total, &chunk,
+                &mut sums, &mut heads, &mut tails, &mut tail_bucket);
+            launch!(self, C::FIXUP, chunks as usize * 32, 128;
+                &offsets, &chunk, &chunks, &heads, &tails, &tail_bucket, &mut sums);
+        }
+        drop((entries, offsets));
+        let clock = self.record(format!("{label}.accumulate"), clock, 0)?;
+
+        // Σ_k (k+1)·bucket_k per window, a level at a time.
+        let mut x = sums;
+        let mut y: Option<CudaSlice<u32>> = None;
+        let mut len_log = shape.c - 1;
+        while len_log > 0 {
+            let log_k = WINDOW_LOG_K.min(len_log);
+            let threads = (shape.windows as usize) << (len_log - log_k);
+            // SAFETY: msm_window_level writes every output point.
+            let mut x_out = unsafe { self.stream.alloc::<u32>(threads * w) }?;
+            let mut y_out = unsafe { self.stream.alloc::<u32>(threads * w) }?;
+            let (first, threads32) = (u32::from(y.is_none()), threads as u32);
+            launch!(self, C::WINDOW_LEVEL, threads, 64;
+                &x, y.as_ref().unwrap_or(&x), &first, &log_k, &threads32, &mut x_out, &mut y_out);
+            x = x_out;
+            y = Some(y_out);
+            len_log -= log_k;
+        }
+        let y = y.expect("c >= 2 makes at least one level");
+        let window_sums = self
+            .stream
+            .clone_dtoh(&y.slice(0..shape.windows as usize * w))?;
+        self.record(format!("{label}.windows"), clock, 0)?;
+
+        let mut acc = C::identity();
+        for sum in window_sums.chunks(w).rev() {
+            for _ in 0..shape.c {
+                acc = acc.double();
+            }
+            acc += C::from_xyzz(sum);
+        }
+        Ok(acc)
+    }
+
+    /// Exclusive prefix sums of `data[..n]`, in place (kernels/util/scan.cu).
+    fn scan(&self, data: &mut CudaSlice<u32>, n: usize) -> Result<(), GpuError> {
+        let tiles = n.div_ceil(SCAN_TILE);
+        // SAFETY: scan_tiles writes every tile's total.
+        let mut sums = unsafe { self.stream.alloc::<u32>(tiles) }?;
+        let n32 = u32::try_from(n).map_err(|_| GpuError::Shape(format!("a scan of {n}")))?;
+        launch!(self, Kernel::ScanTiles, tiles * SCAN_THREADS, SCAN_THREADS as u32; &mut *data, &n32, &mut sums);
+        if tiles > 1 {
+            self.scan(&mut sums, tiles)?;
+            launch!(self, Kernel::ScanAdd, n, 256; &mut *data, &n32, &sums);
+        }
+        Ok(())
+    }
 }
+
+/// The sign bit of an entry (kernels/msm/msm.cu): point indices stay below it.
+const MSM_NEGATE: u32 = 0x8000_0000;
+/// Threads of a scan block and words a block scans (kernels/util/scan.cu).
+const SCAN_THREADS: usize = 256;
+const SCAN_TILE: usize = SCAN_THREADS * 8;
 
 /// G1 and G2 as the kernels see them.
 pub(super) trait GpuCurve: Group<Scalar = Scalar> + std::ops::AddAssign<Self> {
@@ -166,10 +357,11 @@ pub(super) trait GpuCurve: Group<Scalar = Scalar> + std::ops::AddAssign<Self> {
     const NAME: &'static str;
     /// u32 words of one XYZZ point.
     const XYZZ_WORDS: usize;
-    /// Bucket memory is groups * windows * 2^(c-1) points: keep it near 1.6 GB.
-    const MAX_GROUPS: u32;
-    const BUCKETS: Kernel;
-    const REDUCE: Kernel;
+    const SUM_LISTED: Kernel;
+    const FOLD: Kernel;
+    const ACCUMULATE: Kernel;
+    const FIXUP: Kernel;
+    const WINDOW_LEVEL: Kernel;
     /// (X, Y, ZZ, ZZZ) in Montgomery words -> Jacobian (X·ZZ·ZZZ², Y·ZZ³·ZZZ², ZZ·ZZZ).
     fn from_xyzz(words: &[u32]) -> Self;
 }
@@ -190,9 +382,11 @@ impl GpuCurve for G1Projective {
     type Affine = G1Affine;
     const NAME: &'static str = "g1";
     const XYZZ_WORDS: usize = 48;
-    const MAX_GROUPS: u32 = 2048;
-    const BUCKETS: Kernel = Kernel::MsmBucketsG1;
-    const REDUCE: Kernel = Kernel::MsmReduceG1;
+    const SUM_LISTED: Kernel = Kernel::MsmSumListedG1;
+    const FOLD: Kernel = Kernel::MsmFoldG1;
+    const ACCUMULATE: Kernel = Kernel::MsmAccumulateG1;
+    const FIXUP: Kernel = Kernel::MsmFixupG1;
+    const WINDOW_LEVEL: Kernel = Kernel::MsmWindowLevelG1;
     fn from_xyzz(w: &[u32]) -> Self {
         let (x, y, zz, zzz) = (
             fp(&w[0..12]),
@@ -212,9 +406,11 @@ impl GpuCurve for G2Projective {
     type Affine = G2Affine;
     const NAME: &'static str = "g2";
     const XYZZ_WORDS: usize = 96;
-    const MAX_GROUPS: u32 = 1024;
-    const BUCKETS: Kernel = Kernel::MsmBucketsG2;
-    const REDUCE: Kernel = Kernel::MsmReduceG2;
+    const SUM_LISTED: Kernel = Kernel::MsmSumListedG2;
+    const FOLD: Kernel = Kernel::MsmFoldG2;
+    const ACCUMULATE: Kernel = Kernel::MsmAccumulateG2;
+    const FIXUP: Kernel = Kernel::MsmFixupG2;
+    const WINDOW_LEVEL: Kernel = Kernel::MsmWindowLevelG2;
     fn from_xyzz(w: &[u32]) -> Self {
         let (x, y, zz, zzz) = (
             fp2(&w[0..24]),
@@ -236,32 +432,37 @@ mod tests {
 
     #[test]
     fn msm_shapes_cover_every_size() {
-        for (n, max) in [
-            (1, 2048),
-            (2, 2048),
-            (17, 2048),
-            (1000, 2048),
-            (1 << 22, 2048),
-            (1 << 22, 1024),
-            (3 << 20, 2048),
-        ] {
-            let s = MsmShape::new(n, max);
-            assert!(s.c >= 2 && s.c <= 15);
-            assert!(
-                s.windows * s.c >= 256,
-                "windows cover 255 bits and the last carry"
-            );
-            assert!(s.groups.is_power_of_two() && s.groups <= max);
-            assert!(s.groups as usize <= n.max(1));
+        for n in [1, 2, 17, 1000, 40_000, 1 << 22, 3 << 20, 1 << 26, 1 << 27, 1 << 30] {
+            let s = MsmShape::new(n);
+            assert!((4..=20).contains(&s.c), "{n}: c {}", s.c);
+            // The top window holds at most c - 1 bits of a scalar below 2^255.
+            assert!(255 - (s.windows - 1) * s.c < s.c, "{n}");
+            assert!(s.windows * s.c >= 255);
+            // Bucket keys stay below the entries' sign bit.
+            assert!(s.buckets() < MSM_NEGATE as usize);
         }
-        assert_eq!(
-            MsmShape::new(1 << 22, 2048),
-            MsmShape {
-                c: 8,
-                windows: 32,
-                groups: 2048
-            }
-        );
+        assert_eq!(MsmShape::new(1 << 22), MsmShape { c: 16, windows: 16 });
+        assert_eq!(MsmShape::new(1 << 26), MsmShape { c: 20, windows: 13 });
+    }
+
+    #[test]
+    fn chunks_cover_every_entry_with_few_threads() {
+        for entries in [1, 2, 1000, 1 << 18, (1 << 18) + 1, 64 << 20, 1_750_000_000] {
+            let (chunk, chunks) = chunking(entries);
+            assert!(chunk >= 1);
+            assert!(chunk as usize * chunks as usize >= entries);
+            assert!((chunk as usize) * (chunks as usize - 1) < entries);
+            assert!(chunks as usize <= ACCUMULATE_THREADS);
+        }
+    }
+
+    #[test]
+    fn the_host_constants_match_the_kernels() {
+        let msm = include_str!("../../kernels/msm/digits.cuh");
+        assert!(msm.contains(&format!("#define MSM_NEGATE {MSM_NEGATE:#x}u")));
+        let scan = include_str!("../../kernels/util/scan.cu");
+        assert!(scan.contains(&format!("#define SCAN_THREADS {SCAN_THREADS}\n")));
+        assert!(scan.contains(&format!("#define SCAN_PER_THREAD {}\n", SCAN_TILE / SCAN_THREADS)));
     }
 
     #[test]
@@ -293,8 +494,9 @@ mod tests {
         let resident = msm_working_bytes::<G1Projective>(n, true);
         let uploaded = msm_working_bytes::<G1Projective>(n, false);
         assert_eq!(uploaded - resident, n * 96);
-        // Buckets dominate the fixed part: about 1.6 GB at the largest shapes.
-        let buckets = MsmShape::new(n, 2048).buckets_words::<G1Projective>() * 4;
-        assert!(buckets > 1 << 30 && buckets < 2 << 30, "{buckets}");
+        // Per point: its scalar, its split (index and canonical scalar), one entry a window.
+        let shape = MsmShape::new(n);
+        assert!(resident > n * (32 + 40 + 4 * shape.windows as usize));
+        assert!(resident < 2 << 30, "{resident}");
     }
 }

@@ -1,18 +1,29 @@
 //! The quotient h on the device (kernels/ntt/, kernels/groth16/h.cu): a, b and c uploaded, each
 //! taken to coefficients (inverse NTT), scaled onto the coset g·H and evaluated there (forward
-//! NTT); the pointwise (a·b - c)/Z(g); back to coefficients and off the coset. Seven radix-2 NTTs,
-//! twiddles and coset powers from two small tables each.
+//! NTT); the pointwise (a·b - c)/Z(g); back to coefficients and off the coset. Seven NTTs of a
+//! few passes each (radix-2^k stages in shared memory). Inverse transforms are Gentleman-Sande
+//! (natural in, bit-reversed out) and forward ones Cooley-Tukey (bit-reversed in, natural out),
+//! so the chain never reorders: h ends in bit-reversed order, which the H MSM reads as it is
+//! ([`GpuBackend::h_msm_on_device`]); only [`GpuBackend::h_on_device`], which hands h to the
+//! host, reverses it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
+use blstrs::{G1Affine, G1Projective, Scalar};
 use cudarc::driver::{CudaSlice, DriverError};
 use ff::{Field, PrimeField};
+use group::Group;
 
 use super::backend::{launch, words, words_mut, GpuBackend, GpuError};
 use super::kernels::Kernel;
+use super::msm::{msm_working_bytes, DeviceScalars};
+use super::resident::BasesKey;
 use crate::groth16::domain::DomainTooLarge;
+use crate::groth16::msm::MsmStats;
 use crate::groth16::ProveError;
+
+/// Stages one pass of `fr_ntt_tiles` runs: 2^10 elements (32 KiB) of shared memory per block.
+const MAX_TILE_LOG: u32 = 10;
 
 /// Device bytes one h call over a domain of `n` needs: a, b, c and the power tables (small),
 /// with slack.
@@ -27,24 +38,60 @@ struct Tables {
     lo_bits: u32,
 }
 
+/// The order of a transform's stages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// Cooley-Tukey: bit-reversed input, natural output.
+    Dit,
+    /// Gentleman-Sande: natural input, bit-reversed output.
+    Dif,
+}
+
+/// The passes of a transform of 2^log_n: (first stage, stages), as even as MAX_TILE_LOG allows,
+/// in the order they run.
+fn passes(log_n: u32, order: Order) -> Vec<(u32, u32)> {
+    let count = log_n.div_ceil(MAX_TILE_LOG);
+    let mut out = Vec::new();
+    let mut s0 = 0;
+    for p in 0..count {
+        let k = log_n / count + u32::from(p < log_n % count);
+        out.push((s0, k));
+        s0 += k;
+    }
+    if order == Order::Dif {
+        out.reverse();
+    }
+    out
+}
+
 impl GpuBackend {
-    /// In place over `v` (2^log_n scalars): evaluations at `tables`' root's powers.
+    /// The transform of `v` (2^log_n scalars, in place) at `tables`' root's powers, in `order`.
     fn ntt_in_place(
         &self,
         v: &mut CudaSlice<u32>,
         log_n: u32,
         t: &Tables,
+        order: Order,
     ) -> Result<(), DriverError> {
         let n = 1usize << log_n;
-        launch!(self, Kernel::BitReverse, n, 256; &mut *v, &log_n);
-        for stage in 0..log_n {
-            launch!(self, Kernel::NttStage, n / 2, 256; &mut *v, &log_n, &stage, &t.lo, &t.hi, &t.lo_bits);
+        let dif = u32::from(order == Order::Dif);
+        for (s0, k) in passes(log_n, order) {
+            let shared = (32u32) << k;
+            launch!(self, Kernel::NttTiles, n / 2, 1u32 << (k - 1), shared;
+                &mut *v, &log_n, &s0, &k, &dif, &t.lo, &t.hi, &t.lo_bits);
         }
         Ok(())
     }
 
-    fn scale(&self, v: &mut CudaSlice<u32>, n: u32, t: &Tables) -> Result<(), DriverError> {
-        launch!(self, Kernel::ScalePowers, n as usize, 256; &mut *v, &n, &t.lo, &t.hi, &t.lo_bits);
+    /// v[i] *= the tables' power of i, or of bitrev(i) over `rev_bits` bits.
+    fn scale(
+        &self,
+        v: &mut CudaSlice<u32>,
+        n: u32,
+        rev_bits: u32,
+        t: &Tables,
+    ) -> Result<(), DriverError> {
+        launch!(self, Kernel::ScalePowers, n as usize, 256; &mut *v, &n, &rev_bits, &t.lo, &t.hi, &t.lo_bits);
         Ok(())
     }
 
@@ -61,25 +108,22 @@ impl GpuBackend {
         })
     }
 
-    pub(super) fn h_on_device(
+    /// h over the smallest power-of-two domain of more than one point holding a, b and c
+    /// (checked by the callers), on the device: uploads, seven NTTs, the pointwise step. h's
+    /// 2^log_n coefficients are left in bit-reversed order, the last (position 2^log_n - 1
+    /// either way) zero. The caller holds the device and has made room.
+    fn h_kernels(
         &self,
-        mut a: Vec<Scalar>,
+        a: Vec<Scalar>,
         b: Vec<Scalar>,
         c: Vec<Scalar>,
-    ) -> Result<Vec<Scalar>, GpuError> {
-        let log_n = a.len().max(1).next_power_of_two().trailing_zeros();
-        if log_n > Scalar::S {
-            return Err(GpuError::Domain(DomainTooLarge { log_n }));
-        }
+        log_n: u32,
+    ) -> Result<CudaSlice<u32>, GpuError> {
         let n = 1usize << log_n;
-        if n == 1 {
-            return Ok(Vec::new());
-        }
-        let _busy = self.occupy();
-        self.room_for_call(h_working_bytes(n), None)?;
         let clock = Instant::now();
         let bytes = (3 * a.len() * 32) as u64;
         let mut da = self.upload(&a, n * 8)?;
+        drop(a);
         let mut db = self.upload(&b, n * 8)?;
         drop(b);
         let mut dc = self.upload(&c, n * 8)?;
@@ -101,26 +145,93 @@ impl GpuBackend {
         let dz = self.stream.clone_htod(words(&[z_inv]))?;
         let n32 = n as u32;
         for v in [&mut da, &mut db, &mut dc] {
-            self.ntt_in_place(v, log_n, &inv)?;
-            self.scale(v, n32, &coset)?;
-            self.ntt_in_place(v, log_n, &fwd)?;
+            // Coefficients (bit-reversed), onto the coset, evaluations there (natural).
+            self.ntt_in_place(v, log_n, &inv, Order::Dif)?;
+            self.scale(v, n32, log_n, &coset)?;
+            self.ntt_in_place(v, log_n, &fwd, Order::Dit)?;
         }
         launch!(self, Kernel::HPointwise, n, 256; &mut da, &db, &dc, &n32, &dz);
         drop((db, dc));
-        self.ntt_in_place(&mut da, log_n, &inv)?;
-        self.scale(&mut da, n32, &uncoset)?;
-        let clock = self.record(format!("h.kernels (7 NTTs of 2^{log_n})"), clock, 0)?;
+        self.ntt_in_place(&mut da, log_n, &inv, Order::Dif)?;
+        self.scale(&mut da, n32, log_n, &uncoset)?;
+        self.record(format!("h.kernels (7 NTTs of 2^{log_n})"), clock, 0)?;
+        Ok(da)
+    }
 
-        a.clear();
-        a.resize(n - 1, Scalar::ZERO);
+    /// The log2 of h's domain for evaluations of `len` points.
+    fn h_domain(len: usize) -> Result<u32, GpuError> {
+        let log_n = len.max(1).next_power_of_two().trailing_zeros();
+        if log_n > Scalar::S {
+            return Err(GpuError::Domain(DomainTooLarge { log_n }));
+        }
+        Ok(log_n)
+    }
+
+    /// h's n - 1 coefficients, on the host.
+    pub(super) fn h_on_device(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, GpuError> {
+        let log_n = Self::h_domain(a.len())?;
+        let n = 1usize << log_n;
+        if n == 1 {
+            return Ok(Vec::new());
+        }
+        let _busy = self.occupy();
+        self.room_for_call(h_working_bytes(n), None)?;
+        let mut h = self.h_kernels(a, b, c, log_n)?;
+        let clock = Instant::now();
+        launch!(self, Kernel::BitReverse, n, 256; &mut h, &log_n);
+        let mut out = vec![Scalar::ZERO; n - 1];
         self.stream
-            .memcpy_dtoh(&da.slice(0..(n - 1) * 8), words_mut(&mut a))?;
+            .memcpy_dtoh(&h.slice(0..(n - 1) * 8), words_mut(&mut out))?;
         self.record(
             format!("h.download (2^{log_n})"),
             clock,
             ((n - 1) * 32) as u64,
         )?;
-        Ok(a)
+        Ok(out)
+    }
+
+    /// Σ h_i·bases[i] with h computed on the device and left there for the MSM; with `key`,
+    /// `bases` is that whole query and stays resident. Also returns how long h took.
+    pub(super) fn h_msm_on_device(
+        &self,
+        bases: &[G1Affine],
+        key: Option<BasesKey>,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<(G1Projective, MsmStats, Duration), GpuError> {
+        let log_n = Self::h_domain(a.len())?;
+        let n = 1usize << log_n;
+        if n == 1 {
+            return Ok((G1Projective::identity(), MsmStats::default(), Duration::ZERO));
+        }
+        if bases.len() < n - 1 {
+            return Err(GpuError::Shape(format!(
+                "h has {} bases, the domain needs {}",
+                bases.len(),
+                n - 1
+            )));
+        }
+        let _busy = self.occupy();
+        let start = Instant::now();
+        let working = h_working_bytes(n) + msm_working_bytes::<G1Projective>(n - 1, true);
+        let db = self.call_bases::<G1Projective>(bases, n - 1, key, working)?;
+        let h = self.h_kernels(a, b, c, log_n)?;
+        let h_took = start.elapsed();
+        let scalars = DeviceScalars {
+            buf: &h,
+            positions: n,
+            points: n - 1,
+            rev_bits: log_n,
+        };
+        let label = format!("msm_g1 h ({} points)", n - 1);
+        let (sum, stats) = self.msm_kernels::<G1Projective>(&db, scalars, &label, Instant::now())?;
+        Ok((sum, stats, h_took))
     }
 
     /// The NTT of `v` (a power-of-two length) over its domain: evaluations at omega^i, or with
@@ -146,20 +257,30 @@ impl GpuBackend {
             return Ok(());
         }
         let _busy = self.occupy();
+        let clock = Instant::now();
         let mut d = self.upload(v, n * 8)?;
+        let clock = self.record(format!("ntt.upload (2^{log_n})"), clock, (n * 32) as u64)?;
         let omega = root_of_unity(log_n);
         let base = if inverse {
             omega.invert().expect("non-zero")
         } else {
             omega
         };
-        self.ntt_in_place(&mut d, log_n, &self.tables(base, log_n - 1, Scalar::ONE)?)?;
+        let tables = self.tables(base, log_n - 1, Scalar::ONE)?;
         if inverse {
+            // Natural in, bit-reversed out; scaled by 1/n in bit-reversed order, then reordered.
+            self.ntt_in_place(&mut d, log_n, &tables, Order::Dif)?;
             let n_inv = Scalar::from(n as u64).invert().expect("n < r");
-            self.scale(&mut d, n as u32, &self.tables(Scalar::ONE, log_n, n_inv)?)?;
+            let scale = self.tables(Scalar::ONE, log_n, n_inv)?;
+            self.scale(&mut d, n as u32, log_n, &scale)?;
+            launch!(self, Kernel::BitReverse, n, 256; &mut d, &log_n);
+        } else {
+            launch!(self, Kernel::BitReverse, n, 256; &mut d, &log_n);
+            self.ntt_in_place(&mut d, log_n, &tables, Order::Dit)?;
         }
+        let clock = self.record(format!("ntt.kernels (2^{log_n})"), clock, 0)?;
         self.stream.memcpy_dtoh(&d, words_mut(v))?;
-        self.stream.synchronize()?;
+        self.record(format!("ntt.download (2^{log_n})"), clock, (n * 32) as u64)?;
         Ok(())
     }
 }
@@ -182,4 +303,27 @@ fn powers(base: Scalar, count: usize, scale: Scalar) -> Vec<Scalar> {
         w *= base;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_cover_every_stage_once_in_order() {
+        for log_n in 1..=28 {
+            for order in [Order::Dit, Order::Dif] {
+                let p = passes(log_n, order);
+                assert!(p.iter().all(|&(_, k)| (1..=MAX_TILE_LOG).contains(&k)));
+                assert_eq!(p.len() as u32, log_n.div_ceil(MAX_TILE_LOG));
+                let mut stages: Vec<u32> = p.iter().flat_map(|&(s0, k)| s0..s0 + k).collect();
+                if order == Order::Dif {
+                    assert!(p.windows(2).all(|w| w[0].0 > w[1].0), "{log_n}: high first");
+                    stages.sort();
+                }
+                assert_eq!(stages, (0..log_n).collect::<Vec<_>>(), "{log_n}");
+            }
+        }
+        assert_eq!(passes(22, Order::Dit), vec![(0, 8), (8, 7), (15, 7)]);
+    }
 }

@@ -69,6 +69,29 @@ pub trait Backend: Send + Sync {
         c: Vec<Scalar>,
     ) -> Result<Vec<Scalar>, ProveError>;
 
+    /// Σ h_i·[H_i]₁ over the H query of `srs`, h being [`Backend::h_coefficients`] of a, b, c;
+    /// and how long h took. A device backend keeps h where it computed it.
+    fn h_msm(
+        &self,
+        srs: &Srs,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<(G1Projective, std::time::Duration), ProveError> {
+        let clock = std::time::Instant::now();
+        let h = self.h_coefficients(a, b, c)?;
+        let h_took = clock.elapsed();
+        if srs.h.len() < h.len() {
+            return Err(ProveError::ShapeMismatch(format!(
+                "h has {} bases, the domain needs {}",
+                srs.h.len(),
+                h.len()
+            )));
+        }
+        let (sum, _) = self.msm_g1_query(srs, G1Query::H, &h)?;
+        Ok((sum, h_took))
+    }
+
     /// Σ scalars[i]·bases[i] in G1.
     fn msm_g1(
         &self,

@@ -59,6 +59,20 @@ pub struct SrsId {
     ctime_ns: i128,
 }
 
+impl SrsId {
+    /// The identity of a set made in memory (benchmarks of random bases), told apart by `tag`:
+    /// no file has device u64::MAX.
+    pub fn in_memory(tag: u64) -> SrsId {
+        SrsId {
+            dev: u64::MAX,
+            ino: tag,
+            len: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+        }
+    }
+}
+
 /// A Groth16 proving key, decoded into memory.
 pub struct Srs {
     /// The file it was read from.

@@ -1,0 +1,22 @@
+#ifndef CUZK_UTIL_COMMON_CUH
+#define CUZK_UTIL_COMMON_CUH
+
+// What every kernel file needs: the word types and the qualifiers that let the arithmetic compile
+// for the device under NVRTC and for the host under a C++ compiler (kernels/hostcheck/).
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define FN __device__ __forceinline__
+// Called, not inlined: for the G2 field, whose inlined products would make every point formula
+// tens of thousands of instructions and NVRTC take minutes.
+#define FN_CALL __device__ __noinline__
+#define CONST_ARRAY __device__ __constant__
+#else
+#define FN static inline
+#define FN_CALL static
+#define CONST_ARRAY static const
+#endif
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#endif  // CUZK_UTIL_COMMON_CUH

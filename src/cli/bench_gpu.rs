@@ -1,0 +1,256 @@
+//! `cuzk bench gpu`: our GPU kernels timed on random inputs of a chosen size, with bases made in
+//! memory (no parameter file needed): one MSM, one NTT, h into its MSM, or a whole synthetic
+//! partition shaped like a PoRep's (domain 2^log2, aux 97% of it, A over every aux variable, B
+//! over a quarter, witness 51% zeros / 47% ones). Bases stay resident as a parameter set's do;
+//! a warm-up run uploads them. Each run reports its wall time and the device's stage times.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use clap::ValueEnum;
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde_json::{json, Value};
+
+use super::selftest::{random_scalars, TestCurve};
+use crate::gpu::{self, GpuBackend};
+use crate::groth16::{Backend, G1Query, ProveError};
+use crate::srs::{Srs, SrsId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GpuOp {
+    /// One MSM over 2^log2 points of --curve.
+    Msm,
+    /// One forward NTT of 2^log2 scalars.
+    Ntt,
+    /// h over a domain of 2^log2 (seven NTTs) into its MSM, h never leaving the device.
+    H,
+    /// A synthetic PoRep-shaped partition over a domain of 2^log2: h and H, L, A, B in G1 and G2.
+    Partition,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScalarShape {
+    /// Uniform in Fr.
+    Random,
+    /// As a real witness: 51% zeros, 47% ones, 2% uniform.
+    Witness,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Curve {
+    G1,
+    G2,
+}
+
+#[derive(clap::Args)]
+pub struct GpuBenchArgs {
+    #[arg(long, value_enum, default_value = "msm")]
+    op: GpuOp,
+    /// log2 of the size: MSM points, NTT length, h's or the partition's domain (16..=27).
+    #[arg(long, default_value_t = 22, value_parser = clap::value_parser!(u32).range(1..=27))]
+    log2: u32,
+    /// The MSM's scalars (--op msm).
+    #[arg(long, value_enum, default_value = "random")]
+    scalars: ScalarShape,
+    /// The MSM's curve (--op msm).
+    #[arg(long, value_enum, default_value = "g1")]
+    curve: Curve,
+    /// Timed runs after the warm-up.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The device.
+    #[arg(long, default_value_t = 0)]
+    gpu: usize,
+    /// Where compiled kernels are cached.
+    #[arg(long, default_value = super::DEFAULT_KERNEL_CACHE)]
+    kernel_cache: PathBuf,
+}
+
+pub fn run(args: GpuBenchArgs) -> Result<()> {
+    let found = gpu::discover(&[args.gpu]).map_err(|reason| anyhow!("no GPU: {reason}"))?;
+    let g = found
+        .first()
+        .ok_or_else(|| anyhow!("GPU {} not found", args.gpu))?;
+    let backend = GpuBackend::new(g, &args.kernel_cache)?;
+    let n = 1usize << args.log2;
+    let clock = Instant::now();
+    let work = Work::new(&args, n);
+    let setup_s = clock.elapsed().as_secs_f64();
+    backend.record_stages(true);
+    let mut runs = Vec::new();
+    for _ in 0..=args.runs {
+        let clock = Instant::now();
+        let parts = work.run(&backend)?;
+        let seconds = clock.elapsed().as_secs_f64();
+        runs.push(json!({
+            "seconds": seconds,
+            "parts": parts,
+            "stages": backend.stage_times(),
+        }));
+    }
+    let warmup = runs.remove(0);
+    let mut secs: Vec<f64> = runs.iter().filter_map(|r| r["seconds"].as_f64()).collect();
+    secs.sort_by(f64::total_cmp);
+    println!(
+        "{}",
+        json!({
+            "bench": "gpu",
+            "op": format!("{:?}", args.op).to_lowercase(),
+            "log2": args.log2,
+            "scalars": format!("{:?}", args.scalars).to_lowercase(),
+            "curve": format!("{:?}", args.curve).to_lowercase(),
+            "gpu": g.info.name,
+            "setup_s": setup_s,
+            "min_s": secs.first(),
+            "median_s": secs.get(secs.len() / 2),
+            "max_s": secs.last(),
+            "warmup": warmup,
+            "runs": runs,
+        })
+    );
+    Ok(())
+}
+
+/// The inputs of one benchmark, made once.
+struct Work {
+    op: GpuOp,
+    srs: Srs,
+    /// MSM scalars, an NTT's input, or h's a.
+    s1: Vec<Scalar>,
+    /// h's b and c.
+    s2: Vec<Scalar>,
+    s3: Vec<Scalar>,
+    /// The partition's witness: aux (L and A) and B's share.
+    aux: Vec<Scalar>,
+    b: Vec<Scalar>,
+    curve: Curve,
+}
+
+impl Work {
+    fn new(args: &GpuBenchArgs, n: usize) -> Work {
+        let scalars = |len: usize, seed: u64| match args.scalars {
+            ScalarShape::Random => random_scalars(len, seed),
+            ScalarShape::Witness => witness(len, seed),
+        };
+        let mut w = Work {
+            op: args.op,
+            srs: srs(Vec::new(), Vec::new()),
+            s1: Vec::new(),
+            s2: Vec::new(),
+            s3: Vec::new(),
+            aux: Vec::new(),
+            b: Vec::new(),
+            curve: args.curve,
+        };
+        match args.op {
+            GpuOp::Msm => {
+                w.s1 = scalars(n, 1);
+                w.srs = match args.curve {
+                    Curve::G1 => srs(G1Projective::random_bases(n, 11), Vec::new()),
+                    Curve::G2 => srs(Vec::new(), G2Projective::random_bases(n, 12)),
+                };
+            }
+            GpuOp::Ntt => w.s1 = random_scalars(n, 2),
+            GpuOp::H | GpuOp::Partition => {
+                // Constraints fill 97% of the domain, as a 32 GiB PoRep's fill 2^27.
+                let constraints = n / 100 * 97;
+                w.s1 = random_scalars(constraints, 3);
+                w.s2 = random_scalars(constraints, 4);
+                w.s3 = random_scalars(constraints, 5);
+                let g1 = G1Projective::random_bases(n - 1, 13);
+                if args.op == GpuOp::Partition {
+                    w.aux = witness(constraints, 6);
+                    w.b = witness(constraints / 4, 7);
+                    let mut s = srs(g1, G2Projective::random_bases(constraints / 4, 14));
+                    s.l = s.h[..constraints].to_vec();
+                    s.a = s.l.clone();
+                    s.b_g1 = s.h[..constraints / 4].to_vec();
+                    w.srs = s;
+                } else {
+                    w.srs = srs(g1, Vec::new());
+                }
+            }
+        }
+        w
+    }
+
+    /// One run; the seconds of its parts.
+    fn run(&self, gpu: &GpuBackend) -> Result<Value> {
+        let srs = &self.srs;
+        Ok(match self.op {
+            GpuOp::Msm => json!({ "msm": match self.curve {
+                Curve::G1 => timed(|| gpu.msm_g1_query(srs, G1Query::H, &self.s1))?,
+                Curve::G2 => timed(|| gpu.msm_b_g2(srs, &self.s1))?,
+            }}),
+            GpuOp::Ntt => {
+                let v = self.s1.clone();
+                json!({ "ntt": timed(|| gpu.ntt(v, false))? })
+            }
+            GpuOp::H => json!({ "h_msm": self.h(gpu)? }),
+            GpuOp::Partition => json!({
+                "h_msm": self.h(gpu)?,
+                "l": timed(|| gpu.msm_g1_query(srs, G1Query::L, &self.aux))?,
+                "a": timed(|| gpu.msm_g1_query(srs, G1Query::A, &self.aux))?,
+                "b_g1": timed(|| gpu.msm_g1_query(srs, G1Query::BG1, &self.b))?,
+                "b_g2": timed(|| gpu.msm_b_g2(srs, &self.b))?,
+            }),
+        })
+    }
+
+    fn h(&self, gpu: &GpuBackend) -> Result<f64> {
+        let (a, b, c) = (self.s1.clone(), self.s2.clone(), self.s3.clone());
+        timed(|| gpu.h_msm(&self.srs, a, b, c))
+    }
+}
+
+/// Seconds `f` took.
+fn timed<T>(f: impl FnOnce() -> Result<T, ProveError>) -> Result<f64> {
+    let clock = Instant::now();
+    f()?;
+    Ok(clock.elapsed().as_secs_f64())
+}
+
+/// A parameter set made in memory: `h` (also the G1 bases of single MSMs) and `b_g2`.
+fn srs(h: Vec<G1Affine>, b_g2: Vec<G2Affine>) -> Srs {
+    let g1 = G1Affine::generator();
+    let g2 = G2Affine::generator();
+    Srs {
+        id: SrsId::in_memory(h.len() as u64 ^ (b_g2.len() as u64) << 32),
+        vk: bellperson::groth16::VerifyingKey {
+            alpha_g1: g1,
+            beta_g1: g1,
+            beta_g2: g2,
+            gamma_g2: g2,
+            delta_g1: g1,
+            delta_g2: g2,
+            ic: Vec::new(),
+        },
+        h,
+        l: Vec::new(),
+        a: Vec::new(),
+        b_g1: Vec::new(),
+        b_g2,
+    }
+}
+
+/// A witness-shaped vector: 51% zeros, 47% ones, 2% uniform.
+fn witness(n: usize, seed: u64) -> Vec<Scalar> {
+    (0..n)
+        .into_par_iter()
+        .chunks(1 << 14)
+        .flat_map_iter(|chunk| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((chunk[0] as u64) << 20));
+            chunk.into_iter().map(move |_| match rng.gen_range(0..100) {
+                0..=50 => Scalar::ZERO,
+                51..=97 => Scalar::ONE,
+                _ => Scalar::random(&mut rng),
+            })
+        })
+        .collect()
+}
