@@ -124,23 +124,26 @@ FN void msm_accumulate(const affine_t<F> *bases, const u32 *entries, const u32 *
             hi = mid;
         }
     }
-    u32 b = lo, pos = begin;
-    while (pos < end) {
-        while (offsets[b + 1] <= pos) b++;  // empty buckets
-        u32 run_start = offsets[b], run_end = offsets[b + 1];
-        u32 stop = run_end < end ? run_end : end;
-        xyzz_t<F> acc;
-        xyzz_set_inf(acc);
-        for (; pos < stop; pos++) add_entry(acc, bases, entries[pos]);
-        if (run_start < begin) {
-            heads[t] = acc;
-        } else if (run_end > end) {
-            tails[t] = acc;
-            tail_bucket[t] = b;
-        } else {
-            sums[b] = acc;
+    // One mixed addition an iteration for every thread (a run's end is a short branch), so the
+    // threads of a warp stay together whatever the runs' lengths.
+    u32 b = lo, run_end = offsets[lo + 1];
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    for (u32 pos = begin; pos < end; pos++) {
+        add_entry(acc, bases, entries[pos]);
+        if (pos + 1 == run_end || pos + 1 == end) {
+            if (offsets[b] < begin) {
+                heads[t] = acc;
+            } else if (run_end > end) {
+                tails[t] = acc;
+                tail_bucket[t] = b;
+            } else {
+                sums[b] = acc;
+            }
+            xyzz_set_inf(acc);
+            while (offsets[b + 1] <= pos + 1 && b + 1 < buckets) b++;  // past empty buckets
+            run_end = offsets[b + 1];
         }
-        b++;
     }
 }
 

@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig};
+use cudarc::driver::sys::CUmemPool_attribute as PoolAttribute;
+use cudarc::driver::{
+    result, sys, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
+};
 use cudarc::nvrtc::Ptx;
 
 use super::kernels::{self, Kernel};
@@ -85,6 +88,57 @@ pub struct GpuBackend {
     stages: Mutex<Vec<StageTime>>,
     pub(super) resident: Mutex<Resident>,
     pub(super) keep_bases: AtomicBool,
+    pub(super) pool: Pool,
+}
+
+/// The device's memory pool, where every buffer of ours comes from (cudarc allocates on the
+/// stream). It keeps what is freed instead of handing it back to the driver at every
+/// synchronization, so a call's gigabytes of working memory are mapped once, not at every call;
+/// [`Pool::idle_bytes`] is memory a call can still have, and [`Pool::release_idle`] gives it
+/// back when something must be made to fit.
+pub(super) struct Pool(sys::CUmemoryPool);
+
+// SAFETY: a pool is a driver object, usable from any thread.
+unsafe impl Send for Pool {}
+unsafe impl Sync for Pool {}
+
+impl Pool {
+    fn keeping(gpu: &Gpu) -> Result<Pool, DriverError> {
+        // SAFETY: the device comes from a live context.
+        let pool = Pool(unsafe { result::device::get_mem_pool(gpu.ctx.cu_device()) }?);
+        let mut keep = u64::MAX;
+        // SAFETY: the release threshold is a u64 attribute of a valid pool.
+        unsafe {
+            sys::cuMemPoolSetAttribute(
+                pool.0,
+                PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut keep as *mut u64).cast(),
+            )
+        }
+        .result()?;
+        Ok(pool)
+    }
+
+    fn attribute(&self, attribute: PoolAttribute) -> Result<u64, DriverError> {
+        let mut value = 0u64;
+        // SAFETY: the reserved and used sizes are u64 attributes of a valid pool.
+        unsafe { sys::cuMemPoolGetAttribute(self.0, attribute, (&mut value as *mut u64).cast()) }
+            .result()?;
+        Ok(value)
+    }
+
+    /// Bytes the pool holds that no buffer uses.
+    pub(super) fn idle_bytes(&self) -> Result<usize, DriverError> {
+        let reserved = self.attribute(PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
+        let used = self.attribute(PoolAttribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
+        Ok(reserved.saturating_sub(used) as usize)
+    }
+
+    /// Hands the idle bytes back to the driver (the stream must have run its frees).
+    pub(super) fn release_idle(&self) -> Result<(), DriverError> {
+        // SAFETY: a valid pool.
+        unsafe { sys::cuMemPoolTrimTo(self.0, 0) }.result()
+    }
 }
 
 impl GpuBackend {
@@ -112,6 +166,7 @@ impl GpuBackend {
             stages: Mutex::new(Vec::new()),
             resident: Mutex::new(Resident::default()),
             keep_bases: AtomicBool::new(true),
+            pool: Pool::keeping(gpu)?,
         })
     }
 

@@ -39,7 +39,8 @@ impl MsmShape {
     /// The shape for `m` scalars through Pippenger: about 2^6 entries per bucket, so the
     /// bucket reduction stays small beside the additions.
     pub fn new(m: usize) -> MsmShape {
-        let log = usize::BITS - 1 - m.max(1).leading_zeros();
+        // log2 rounded to the nearest: 2^22 - 1 points take the shape of 2^22.
+        let log = (m.max(1) as f64).log2().round() as u32;
         let c = log.saturating_sub(6).clamp(4, 20);
         MsmShape {
             c,

@@ -121,6 +121,12 @@ impl GpuBackend {
             if free >= needed {
                 return Ok(true);
             }
+            // Memory our pool keeps for the next call counts as free: handed back, it is.
+            if free + self.pool.idle_bytes()? >= needed {
+                self.stream.synchronize()?;
+                self.pool.release_idle()?;
+                return Ok(true);
+            }
             let lru = (0..r.entries.len())
                 .filter(|&i| Some(r.entries[i].key) != keep)
                 .min_by_key(|&i| r.entries[i].used);
@@ -142,7 +148,8 @@ impl GpuBackend {
         }
     }
 
-    /// Room for one call's working memory, resident bases (but `keep`) let go if needed. A call
+    /// Room for one call's working memory, the pool's idle memory handed back or resident bases
+    /// (but `keep`) let go if needed. A call
     /// that still does not fit (another process holds the memory) fails at its allocation.
     pub(super) fn room_for_call(
         &self,
@@ -150,9 +157,6 @@ impl GpuBackend {
         keep: Option<BasesKey>,
     ) -> Result<(), DriverError> {
         let mut r = lock(&self.resident);
-        if r.entries.is_empty() {
-            return Ok(());
-        }
         self.make_room(&mut r, needed, keep).map(|_| ())
     }
 }
