@@ -147,7 +147,12 @@ impl Tester<'_> {
             lens.push(1 << log);
             lens.push((1 << log) - 3);
         }
-        let largest = lens.iter().filter(|&&l| l <= 1 << 22).max().copied().unwrap_or(1);
+        let largest = lens
+            .iter()
+            .filter(|&&l| l <= 1 << 22)
+            .max()
+            .copied()
+            .unwrap_or(1);
         let h_bases = G1Projective::random_bases(largest.next_power_of_two(), 3);
         for (i, len) in lens.into_iter().enumerate() {
             let seed = 100 + i as u64;
@@ -227,7 +232,11 @@ impl Tester<'_> {
                 let small = (0..n).map(|k| Scalar::from(2 + (k % 8) as u64)).collect();
                 cases.push(("scalars 2..9 (crowded buckets)", bases[..n].to_vec(), small));
                 let one = random_scalars(1, 900 + i as u64)[0];
-                cases.push(("one random scalar repeated", bases[..n].to_vec(), vec![one; n]));
+                cases.push((
+                    "one random scalar repeated",
+                    bases[..n].to_vec(),
+                    vec![one; n],
+                ));
             }
             for (name, b, s) in cases {
                 let clock = Instant::now();
@@ -290,7 +299,9 @@ fn witness_scalars(n: usize, seed: u64) -> Vec<Scalar> {
         .collect()
 }
 
-pub(super) trait TestCurve: MsmCurve + Curve<AffineRepr = <Self as MsmCurve>::Affine> + PartialEq {
+pub(super) trait TestCurve:
+    MsmCurve + Curve<AffineRepr = <Self as MsmCurve>::Affine> + PartialEq
+{
     fn identity_affine() -> <Self as MsmCurve>::Affine;
     const NAME: &'static str;
     fn random_bases(n: usize, seed: u64) -> Vec<<Self as MsmCurve>::Affine>;

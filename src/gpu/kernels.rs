@@ -17,7 +17,10 @@ pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.c
 
 /// Every kernel source, by the path `#include` names it with (relative to kernels/).
 pub const FILES: [(&str, &str); 13] = [
-    ("util/common.cuh", include_str!("../../kernels/util/common.cuh")),
+    (
+        "util/common.cuh",
+        include_str!("../../kernels/util/common.cuh"),
+    ),
     ("util/warp.cuh", include_str!("../../kernels/util/warp.cuh")),
     ("util/scan.cu", include_str!("../../kernels/util/scan.cu")),
     ("ff/mont.cuh", include_str!("../../kernels/ff/mont.cuh")),
@@ -27,7 +30,10 @@ pub const FILES: [(&str, &str); 13] = [
     ("ec/xyzz.cuh", include_str!("../../kernels/ec/xyzz.cuh")),
     ("ntt/ntt.cu", include_str!("../../kernels/ntt/ntt.cu")),
     ("groth16/h.cu", include_str!("../../kernels/groth16/h.cu")),
-    ("msm/digits.cuh", include_str!("../../kernels/msm/digits.cuh")),
+    (
+        "msm/digits.cuh",
+        include_str!("../../kernels/msm/digits.cuh"),
+    ),
     ("msm/msm.cu", include_str!("../../kernels/msm/msm.cu")),
     PROGRAM,
 ];

@@ -245,9 +245,7 @@ impl GpuBackend {
             launch!(self, C::FOLD, half as usize, 128; &mut partials, &half);
             half /= 2;
         }
-        let words = self
-            .stream
-            .clone_dtoh(&partials.slice(0..C::XYZZ_WORDS))?;
+        let words = self.stream.clone_dtoh(&partials.slice(0..C::XYZZ_WORDS))?;
         Ok(C::from_xyzz(&words))
     }
 
@@ -272,13 +270,19 @@ impl GpuBackend {
         let mut offsets = self.stream.alloc_zeros::<u32>(buckets + 1)?;
         launch!(self, Kernel::MsmHistogram, m, 256; scalars, &m32, &shape.c, &mut offsets);
         self.scan(&mut offsets, buckets + 1)?;
-        let total = self.stream.clone_dtoh(&offsets.slice(buckets..buckets + 1))?[0];
+        let total = self
+            .stream
+            .clone_dtoh(&offsets.slice(buckets..buckets + 1))?[0];
         let mut cursor = self.stream.clone_dtod(&offsets)?;
         // SAFETY: msm_scatter writes each of the `total` entries once.
         let mut entries = unsafe { self.stream.alloc::<u32>(total.max(1) as usize) }?;
         launch!(self, Kernel::MsmScatter, m, 256; scalars, points, &m32, &shape.c, &mut cursor, &mut entries);
         drop(cursor);
-        let clock = self.record(format!("{label}.sort (c {}, {total} entries)", shape.c), clock, 0)?;
+        let clock = self.record(
+            format!("{label}.sort (c {}, {total} entries)", shape.c),
+            clock,
+            0,
+        )?;
 
         let w = C::XYZZ_WORDS;
         let mut sums = self.stream.alloc_zeros::<u32>(buckets * w)?;
@@ -433,7 +437,18 @@ mod tests {
 
     #[test]
     fn msm_shapes_cover_every_size() {
-        for n in [1, 2, 17, 1000, 40_000, 1 << 22, 3 << 20, 1 << 26, 1 << 27, 1 << 30] {
+        for n in [
+            1,
+            2,
+            17,
+            1000,
+            40_000,
+            1 << 22,
+            3 << 20,
+            1 << 26,
+            1 << 27,
+            1 << 30,
+        ] {
             let s = MsmShape::new(n);
             assert!((4..=20).contains(&s.c), "{n}: c {}", s.c);
             // The top window holds at most c - 1 bits of a scalar below 2^255.
@@ -463,7 +478,10 @@ mod tests {
         assert!(msm.contains(&format!("#define MSM_NEGATE {MSM_NEGATE:#x}u")));
         let scan = include_str!("../../kernels/util/scan.cu");
         assert!(scan.contains(&format!("#define SCAN_THREADS {SCAN_THREADS}\n")));
-        assert!(scan.contains(&format!("#define SCAN_PER_THREAD {}\n", SCAN_TILE / SCAN_THREADS)));
+        assert!(scan.contains(&format!(
+            "#define SCAN_PER_THREAD {}\n",
+            SCAN_TILE / SCAN_THREADS
+        )));
     }
 
     #[test]

@@ -208,7 +208,11 @@ impl GpuBackend {
         let log_n = Self::h_domain(a.len())?;
         let n = 1usize << log_n;
         if n == 1 {
-            return Ok((G1Projective::identity(), MsmStats::default(), Duration::ZERO));
+            return Ok((
+                G1Projective::identity(),
+                MsmStats::default(),
+                Duration::ZERO,
+            ));
         }
         if bases.len() < n - 1 {
             return Err(GpuError::Shape(format!(
@@ -230,7 +234,8 @@ impl GpuBackend {
             rev_bits: log_n,
         };
         let label = format!("msm_g1 h ({} points)", n - 1);
-        let (sum, stats) = self.msm_kernels::<G1Projective>(&db, scalars, &label, Instant::now())?;
+        let (sum, stats) =
+            self.msm_kernels::<G1Projective>(&db, scalars, &label, Instant::now())?;
         Ok((sum, stats, h_took))
     }
 

@@ -170,7 +170,10 @@ mod tests {
         let small = kept_free(1 << 20);
         let large = kept_free(1 << 22);
         // Per point: three domain-sized vectors for h; an MSM's scalar, split and entries.
-        assert!(large - small >= (3 * 32 + 72) * (3 << 20), "{small} {large}");
+        assert!(
+            large - small >= (3 * 32 + 72) * (3 << 20),
+            "{small} {large}"
+        );
         assert!(small > 256 << 20, "{small}");
     }
 }
