@@ -38,7 +38,11 @@ FN bool xyzz_is_inf(const xyzz_t<F> &p) {
 }
 
 // The MSM's inner loop is the mixed addition (inlined); doublings and full additions, rare or
-// outside that loop, are called, which keeps NVRTC's time and the kernels' size down.
+// outside that loop, are called, which keeps the kernels' size and registers down. A called
+// curve function has one exit and calls no other curve function: one that returned early from
+// divergent branches and called the doubling in its tail faulted on the H200
+// (CUDA_ERROR_ILLEGAL_INSTRUCTION right after the inner call's return, in the window sums of
+// small MSMs, whose empty and equal buckets make a warp's threads diverge there).
 
 // p <- 2p.
 template <class F>
@@ -104,36 +108,44 @@ FN void xyzz_add_affine(xyzz_t<F> &p, const affine_t<F> &q) {
     p.ZZZ = f_mul(p.ZZZ, PPP);
 }
 
-// p <- p + q.
+// p <- p + q for p and q not infinity: returns 0. Where p = q it returns 1, where p = -q 2, and
+// leaves p as it was.
 template <class F>
-FN_CALL void xyzz_add(xyzz_t<F> &p, const xyzz_t<F> &q) {
-    if (xyzz_is_inf(q)) return;
-    if (xyzz_is_inf(p)) {
-        p = q;
-        return;
-    }
+FN_CALL u32 xyzz_add_distinct(xyzz_t<F> &p, const xyzz_t<F> &q) {
     F U1 = f_mul(p.X, q.ZZ);
     F U2 = f_mul(q.X, p.ZZ);
     F S1 = f_mul(p.Y, q.ZZZ);
     F S2 = f_mul(q.Y, p.ZZZ);
     F P = f_sub(U2, U1);
     F R = f_sub(S2, S1);
-    if (f_is_zero(P)) {
-        if (f_is_zero(R)) {
-            xyzz_dbl(p);
-        } else {
-            xyzz_set_inf(p);
-        }
+    u32 same = f_is_zero(P) ? (f_is_zero(R) ? 1 : 2) : 0;
+    if (same == 0) {
+        F PP = f_sqr(P);
+        F PPP = f_mul(P, PP);
+        F Q = f_mul(U1, PP);
+        F X3 = f_sub(f_sub(f_sub(f_sqr(R), PPP), Q), Q);
+        p.Y = f_sub(f_mul(R, f_sub(Q, X3)), f_mul(S1, PPP));
+        p.X = X3;
+        p.ZZ = f_mul(f_mul(p.ZZ, q.ZZ), PP);
+        p.ZZZ = f_mul(f_mul(p.ZZZ, q.ZZZ), PPP);
+    }
+    return same;
+}
+
+// p <- p + q.
+template <class F>
+FN void xyzz_add(xyzz_t<F> &p, const xyzz_t<F> &q) {
+    if (xyzz_is_inf(q)) return;
+    if (xyzz_is_inf(p)) {
+        p = q;
         return;
     }
-    F PP = f_sqr(P);
-    F PPP = f_mul(P, PP);
-    F Q = f_mul(U1, PP);
-    F X3 = f_sub(f_sub(f_sub(f_sqr(R), PPP), Q), Q);
-    p.Y = f_sub(f_mul(R, f_sub(Q, X3)), f_mul(S1, PPP));
-    p.X = X3;
-    p.ZZ = f_mul(f_mul(p.ZZ, q.ZZ), PP);
-    p.ZZZ = f_mul(f_mul(p.ZZZ, q.ZZZ), PPP);
+    u32 same = xyzz_add_distinct(p, q);
+    if (same == 1) {
+        xyzz_dbl(p);
+    } else if (same == 2) {
+        xyzz_set_inf(p);
+    }
 }
 
 #endif  // CUZK_EC_XYZZ_CUH

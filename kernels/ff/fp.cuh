@@ -2,8 +2,8 @@
 #define CUZK_FF_FP_CUH
 
 // The BLS12-381 base field Fp: 12 limbs, Montgomery form (R = 2^384), blst's layout; and the
-// operations the curve code (ec/) uses, overloaded on the field. Inlined: G1's point formulas are
-// the MSM's inner loop.
+// operations the curve code (ec/) uses, overloaded on the field. Additions and subtractions are
+// inlined; the product is called (below).
 
 #include "ff/mont.cuh"
 
@@ -21,7 +21,10 @@ struct fp_t {
     u32 l[12];
 };
 
-FN fp_t fp_mul(const fp_t &a, const fp_t &b) {
+// Called, not inlined: one copy of the product's ~1,200 instructions instead of one per use keeps
+// the point formulas inside the instruction cache (inlined, 49% of the G1 accumulation's stalls
+// were instruction fetches and it ran 1.9x slower). Operands by value travel in registers.
+FN_CALL fp_t fp_mul(fp_t a, fp_t b) {
     fp_t r;
     mont_mul<12>(r.l, a.l, b.l, FP_MODULUS, FP_INV);
     return r;

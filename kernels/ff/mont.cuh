@@ -7,26 +7,10 @@
 //
 // The arithmetic is written in portable C++ so that it compiles for the device under NVRTC and for
 // the host under a C++ compiler (kernels/hostcheck/ checks it against big-integer arithmetic). On
-// the device, Montgomery multiplication uses PTX carry chains instead (CUZK_PORTABLE_FIELD turns
-// them off); `cuzk selftest --gpu` checks that version against the CPU.
+// the device, multiplication, addition and subtraction use PTX carry chains instead
+// (CUZK_PORTABLE_FIELD turns them off); `cuzk selftest --gpu` checks that version against the CPU.
 
 #include "util/common.cuh"
-
-// r = t - m if t (N + 1 words) >= m, else t: t < 2m.
-template <int N>
-FN void mont_final(u32 *r, const u32 *t, const u32 *m) {
-    u32 s[N];
-    u64 borrow = 0;
-#pragma unroll
-    for (int j = 0; j < N; j++) {
-        u64 d = (u64)t[j] - m[j] - borrow;
-        s[j] = (u32)d;
-        borrow = (d >> 32) & 1;
-    }
-    bool keep = t[N] == 0 && borrow;
-#pragma unroll
-    for (int j = 0; j < N; j++) r[j] = keep ? t[j] : s[j];
-}
 
 #if defined(__CUDA_ARCH__) && !defined(CUZK_PORTABLE_FIELD)
 // PTX carry chains: each chain is one run of *.cc instructions (the carry flag lives between
@@ -62,6 +46,70 @@ FN u32 addc(u32 a, u32 b) {
     return r;
 }
 
+FN u32 add_cc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+FN u32 sub_cc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+FN u32 subc_cc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+FN u32 subc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("subc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+// r = a - b as one borrow chain; returns 0xffffffff on a borrow out, else 0.
+template <int N>
+FN u32 sub_words(u32 *r, const u32 *a, const u32 *b) {
+    r[0] = sub_cc(a[0], b[0]);
+#pragma unroll
+    for (int j = 1; j < N; j++) r[j] = subc_cc(a[j], b[j]);
+    return subc(0, 0);
+}
+
+// r = t - m if t (N + 1 words) >= m, else t: t < 2m.
+template <int N>
+FN void mont_final(u32 *r, const u32 *t, const u32 *m) {
+    u32 s[N];
+    u32 borrow = sub_words<N>(s, t, m);
+    bool keep = t[N] == 0 && borrow;
+#pragma unroll
+    for (int j = 0; j < N; j++) r[j] = keep ? t[j] : s[j];
+}
+
+// r = a + b mod m for a, b < m < 2^(32N) / 4 (so a + b has no carry out).
+template <int N>
+FN void mod_add(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
+    u32 t[N], s[N];
+    t[0] = add_cc(a[0], b[0]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) t[j] = addc_cc(a[j], b[j]);
+    t[N - 1] = addc(a[N - 1], b[N - 1]);
+    u32 borrow = sub_words<N>(s, t, m);
+#pragma unroll
+    for (int j = 0; j < N; j++) r[j] = borrow ? t[j] : s[j];
+}
+
+// r = a - b mod m for a, b < m.
+template <int N>
+FN void mod_sub(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
+    u32 t[N];
+    u32 mask = sub_words<N>(t, a, b);
+    r[0] = add_cc(t[0], m[0] & mask);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) r[j] = addc_cc(t[j], m[j] & mask);
+    r[N - 1] = addc(t[N - 1], m[N - 1] & mask);
+}
+
 // t[0..N+1] += x * y[0..N-1] (x a word), as a low-half chain then a high-half chain.
 template <int N>
 FN void mul_word_add(u32 *t, u32 x, const u32 *y) {
@@ -95,40 +143,21 @@ FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
     mont_final<N>(r, t, m);
 }
 #else
-// CIOS Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 4.
+// r = t - m if t (N + 1 words) >= m, else t: t < 2m.
 template <int N>
-FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
-    u32 t[N + 2];
+FN void mont_final(u32 *r, const u32 *t, const u32 *m) {
+    u32 s[N];
+    u64 borrow = 0;
 #pragma unroll
-    for (int i = 0; i < N + 2; i++) t[i] = 0;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        u64 c = 0;
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            c += (u64)a[j] * b[i] + t[j];
-            t[j] = (u32)c;
-            c >>= 32;
-        }
-        c += t[N];
-        t[N] = (u32)c;
-        t[N + 1] = (u32)(c >> 32);
-        u32 q = t[0] * inv;
-        c = ((u64)q * m[0] + t[0]) >> 32;
-#pragma unroll
-        for (int j = 1; j < N; j++) {
-            c += (u64)q * m[j] + t[j];
-            t[j - 1] = (u32)c;
-            c >>= 32;
-        }
-        c += t[N];
-        t[N - 1] = (u32)c;
-        t[N] = t[N + 1] + (u32)(c >> 32);
+    for (int j = 0; j < N; j++) {
+        u64 d = (u64)t[j] - m[j] - borrow;
+        s[j] = (u32)d;
+        borrow = (d >> 32) & 1;
     }
-    mont_final<N>(r, t, m);
+    bool keep = t[N] == 0 && borrow;
+#pragma unroll
+    for (int j = 0; j < N; j++) r[j] = keep ? t[j] : s[j];
 }
-#endif
-
 
 template <int N>
 FN void mod_add(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
@@ -172,6 +201,41 @@ FN void mod_sub(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
         c >>= 32;
     }
 }
+
+// CIOS Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 4.
+template <int N>
+FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
+    u32 t[N + 2];
+#pragma unroll
+    for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u64 c = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            c += (u64)a[j] * b[i] + t[j];
+            t[j] = (u32)c;
+            c >>= 32;
+        }
+        c += t[N];
+        t[N] = (u32)c;
+        t[N + 1] = (u32)(c >> 32);
+        u32 q = t[0] * inv;
+        c = ((u64)q * m[0] + t[0]) >> 32;
+#pragma unroll
+        for (int j = 1; j < N; j++) {
+            c += (u64)q * m[j] + t[j];
+            t[j - 1] = (u32)c;
+            c >>= 32;
+        }
+        c += t[N];
+        t[N - 1] = (u32)c;
+        t[N] = t[N + 1] + (u32)(c >> 32);
+    }
+    mont_final<N>(r, t, m);
+}
+#endif
+
 
 template <int N>
 FN bool limbs_zero(const u32 *a) {

@@ -6,8 +6,9 @@
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define FN __device__ __forceinline__
-// Called, not inlined: for the G2 field, whose inlined products would make every point formula
-// tens of thousands of instructions and NVRTC take minutes.
+// Called, not inlined: the field products (one copy each instead of one per use, which keeps
+// the kernels inside the instruction cache and NVRTC's time to seconds) and the rare curve
+// doublings and additions (ec/xyzz.cuh says what a called function may do).
 #define FN_CALL __device__ __noinline__
 #define CONST_ARRAY __device__ __constant__
 #else

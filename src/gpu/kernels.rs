@@ -112,12 +112,19 @@ impl Kernel {
     }
 }
 
+/// NVRTC's options. CUZK_PORTABLE_FIELD=1 in the environment compiles the field arithmetic
+/// from its portable C++ instead of PTX carry chains (kernels/ff/mont.cuh): a switch for telling
+/// a fault of the carry chains from one elsewhere, part of the cubin's hash like every option.
 fn options(arch: &str) -> Vec<String> {
-    vec![
+    let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".into(),
         "-default-device".into(),
-    ]
+    ];
+    if std::env::var_os("CUZK_PORTABLE_FIELD").is_some_and(|v| v == "1") {
+        options.push("-DCUZK_PORTABLE_FIELD".into());
+    }
+    options
 }
 
 /// Whether NVRTC can be loaded here (libnvrtc.so.13 on the library path).
