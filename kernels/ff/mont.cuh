@@ -8,7 +8,8 @@
 // The arithmetic is written in portable C++ so that it compiles for the device under NVRTC and for
 // the host under a C++ compiler (kernels/hostcheck/ checks it against big-integer arithmetic). On
 // the device, multiplication, addition and subtraction use PTX carry chains instead
-// (CUZK_PORTABLE_FIELD turns them off); `cuzk selftest --gpu` checks that version against the CPU.
+// (CUZK_PORTABLE_FIELD, which `--portable-field` of `cuzk kernels build`, `selftest` and `bench
+// gpu` sets, turns them off); `cuzk selftest --gpu` checks either version against the CPU.
 
 #include "util/common.cuh"
 

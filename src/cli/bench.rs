@@ -649,27 +649,11 @@ fn bench_pipeline(
 
 /// Times one G1 MSM of 2^log2 random points and scalars (no parameters needed).
 fn bench_msm(log2: u32) -> Result<()> {
-    use blstrs::{G1Affine, G1Projective};
-    use group::{Curve, Group};
+    use blstrs::G1Projective;
     use rayon::prelude::*;
     let n = 1usize << log2;
     let start = Instant::now();
-    let chunk = 1 << 14;
-    let proj: Vec<G1Projective> = (0..n.div_ceil(chunk))
-        .into_par_iter()
-        .flat_map_iter(|c| {
-            let mut rng = ChaCha8Rng::seed_from_u64(c as u64);
-            let mut p = G1Projective::random(&mut rng);
-            let step = G1Projective::random(&mut rng);
-            (0..chunk.min(n - c * chunk)).map(move |_| {
-                p += step;
-                p
-            })
-        })
-        .collect();
-    let mut bases = vec![G1Affine::default(); n];
-    G1Projective::batch_normalize(&proj, &mut bases);
-    drop(proj);
+    let bases = super::selftest::random_bases::<G1Projective>(n, 0);
     let scalars: Vec<Scalar> = (0..n)
         .into_par_iter()
         .map_init(

@@ -17,7 +17,8 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
-use super::selftest::{random_scalars, TestCurve};
+use super::selftest::{random_bases, random_scalars};
+use crate::gpu::kernels::FieldCode;
 use crate::gpu::{self, GpuBackend};
 use crate::groth16::{Backend, G1Query, ProveError};
 use crate::srs::{Srs, SrsId};
@@ -70,6 +71,10 @@ pub struct GpuBenchArgs {
     /// Where compiled kernels are cached.
     #[arg(long, default_value = super::DEFAULT_KERNEL_CACHE)]
     kernel_cache: PathBuf,
+    /// Kernels with the field arithmetic in portable C++ instead of PTX carry chains (a cubin
+    /// of its own): tells a fault of the carry chains from one elsewhere.
+    #[arg(long)]
+    portable_field: bool,
 }
 
 pub fn run(args: GpuBenchArgs) -> Result<()> {
@@ -77,7 +82,11 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
     let g = found
         .first()
         .ok_or_else(|| anyhow!("GPU {} not found", args.gpu))?;
-    let backend = GpuBackend::new(g, &args.kernel_cache)?;
+    let backend = GpuBackend::new(
+        g,
+        &args.kernel_cache,
+        FieldCode::portable(args.portable_field),
+    )?;
     let n = 1usize << args.log2;
     let clock = Instant::now();
     let work = Work::new(&args, n);
@@ -152,8 +161,8 @@ impl Work {
             GpuOp::Msm => {
                 w.s1 = scalars(n, 1);
                 w.srs = match args.curve {
-                    Curve::G1 => srs(G1Projective::random_bases(n, 11), Vec::new()),
-                    Curve::G2 => srs(Vec::new(), G2Projective::random_bases(n, 12)),
+                    Curve::G1 => srs(random_bases::<G1Projective>(n, 11), Vec::new()),
+                    Curve::G2 => srs(Vec::new(), random_bases::<G2Projective>(n, 12)),
                 };
             }
             GpuOp::Ntt => w.s1 = random_scalars(n, 2),
@@ -163,11 +172,11 @@ impl Work {
                 w.s1 = random_scalars(constraints, 3);
                 w.s2 = random_scalars(constraints, 4);
                 w.s3 = random_scalars(constraints, 5);
-                let g1 = G1Projective::random_bases(n - 1, 13);
+                let g1 = random_bases::<G1Projective>(n - 1, 13);
                 if args.op == GpuOp::Partition {
                     w.aux = witness(constraints, 6);
                     w.b = witness(constraints / 4, 7);
-                    let mut s = srs(g1, G2Projective::random_bases(constraints / 4, 14));
+                    let mut s = srs(g1, random_bases::<G2Projective>(constraints / 4, 14));
                     s.l = s.h[..constraints].to_vec();
                     s.a = s.l.clone();
                     s.b_g1 = s.h[..constraints / 4].to_vec();

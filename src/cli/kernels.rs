@@ -18,16 +18,25 @@ pub enum KernelsCommand {
         /// The cubin cache: the service's is <data_dir>/kernels.
         #[arg(long, default_value = super::DEFAULT_KERNEL_CACHE)]
         kernel_cache: PathBuf,
+        /// Compile the field arithmetic from its portable C++ instead of PTX carry chains (a
+        /// cubin of its own, for `selftest --portable-field`).
+        #[arg(long)]
+        portable_field: bool,
     },
 }
 
 pub fn run(cmd: KernelsCommand) -> Result<()> {
     match cmd {
-        KernelsCommand::Build { arch, kernel_cache } => {
-            let (cubin, origin, took) = kernels::load(&kernel_cache, &arch)?;
+        KernelsCommand::Build {
+            arch,
+            kernel_cache,
+            portable_field,
+        } => {
+            let field = kernels::FieldCode::portable(portable_field);
+            let (cubin, origin, took) = kernels::load(&kernel_cache, &arch, field)?;
             println!(
                 "{} ({} bytes, {:?} in {:.1} s)",
-                kernels::cache_path(&kernel_cache, &arch)?.display(),
+                kernels::cache_path(&kernel_cache, &arch, field)?.display(),
                 cubin.len(),
                 origin,
                 took.as_secs_f64()

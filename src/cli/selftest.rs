@@ -8,12 +8,13 @@ use anyhow::{bail, Result};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use clap::Args;
 use ff::Field;
-use group::{Curve, Group};
+use group::Curve;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::gpu;
+use crate::gpu::kernels::FieldCode;
 use crate::gpu::GpuBackend;
 use crate::groth16::domain::Domain;
 use crate::groth16::msm::{msm, MsmCurve};
@@ -44,6 +45,10 @@ pub struct SelftestArgs {
     /// Where compiled kernels are cached.
     #[arg(long, default_value = super::DEFAULT_KERNEL_CACHE)]
     kernel_cache: PathBuf,
+    /// Kernels with the field arithmetic in portable C++ instead of PTX carry chains (a cubin
+    /// of its own): tells a fault of the carry chains from one elsewhere.
+    #[arg(long)]
+    portable_field: bool,
 }
 
 pub fn run(args: SelftestArgs) -> Result<()> {
@@ -54,7 +59,11 @@ pub fn run(args: SelftestArgs) -> Result<()> {
     let mut failures = 0;
     let mut checks = 0;
     for g in &found {
-        let backend = GpuBackend::new(g, &args.kernel_cache)?;
+        let backend = GpuBackend::new(
+            g,
+            &args.kernel_cache,
+            FieldCode::portable(args.portable_field),
+        )?;
         println!(
             "GPU {} {} ({}, {} GiB)",
             g.info.ordinal,
@@ -153,7 +162,7 @@ impl Tester<'_> {
             .max()
             .copied()
             .unwrap_or(1);
-        let h_bases = G1Projective::random_bases(largest.next_power_of_two(), 3);
+        let h_bases = random_bases::<G1Projective>(largest.next_power_of_two(), 3);
         for (i, len) in lens.into_iter().enumerate() {
             let seed = 100 + i as u64;
             let (a, b, c) = if i % 3 == 2 {
@@ -200,7 +209,7 @@ impl Tester<'_> {
                 .map(|l| 1usize << l),
         );
         let max = *lens.iter().max().unwrap_or(&1);
-        let bases = C::random_bases(max, 7);
+        let bases = random_bases::<C>(max, 7);
         for (i, &n) in lens.iter().enumerate() {
             let mut cases: Vec<Case<C::Affine>> = vec![
                 (
@@ -272,6 +281,27 @@ pub(super) fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
         .collect()
 }
 
+/// `n` distinct points: chunks of 2^12 consecutive points of a walk from a random start with a
+/// random step, each chunk made on its own thread and taken to affine form with one inversion.
+pub(super) fn random_bases<C: MsmCurve>(n: usize, seed: u64) -> Vec<C::Affine> {
+    const CHUNK: usize = 1 << 12;
+    let mut out = vec![C::Affine::default(); n];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32));
+        let mut p = C::random(&mut rng);
+        let step = C::random(&mut rng);
+        let walk: Vec<C> = dst
+            .iter()
+            .map(|_| {
+                p += step;
+                p
+            })
+            .collect();
+        C::batch_to_affine(&walk, dst);
+    });
+    out
+}
+
 /// 0, 1, r - 1, 2, r - 2 and small powers of two, cycling.
 fn edge_scalars(n: usize) -> Vec<Scalar> {
     let edges = [
@@ -304,7 +334,6 @@ pub(super) trait TestCurve:
 {
     fn identity_affine() -> <Self as MsmCurve>::Affine;
     const NAME: &'static str;
-    fn random_bases(n: usize, seed: u64) -> Vec<<Self as MsmCurve>::Affine>;
     fn gpu_msm(
         gpu: &GpuBackend,
         bases: &[<Self as MsmCurve>::Affine],
@@ -318,25 +347,6 @@ macro_rules! test_curve {
             const NAME: &'static str = $name;
             fn identity_affine() -> $affine {
                 <$affine>::default()
-            }
-            /// Distinct points by walking from a random start with a random step.
-            fn random_bases(n: usize, seed: u64) -> Vec<$affine> {
-                let chunk = 1 << 12;
-                let proj: Vec<$proj> = (0..n.div_ceil(chunk))
-                    .into_par_iter()
-                    .flat_map_iter(|c| {
-                        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32));
-                        let mut p = <$proj>::random(&mut rng);
-                        let step = <$proj>::random(&mut rng);
-                        (0..chunk.min(n - c * chunk)).map(move |_| {
-                            p += step;
-                            p
-                        })
-                    })
-                    .collect();
-                let mut out = vec![<$affine>::default(); n];
-                <$proj>::batch_normalize(&proj, &mut out);
-                out
             }
             fn gpu_msm(
                 gpu: &GpuBackend,

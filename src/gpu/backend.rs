@@ -143,9 +143,13 @@ impl Pool {
 
 impl GpuBackend {
     /// Loads the kernels onto `gpu`, from the cubin cache in `cache_dir` or compiled there.
-    pub fn new(gpu: &Gpu, cache_dir: &std::path::Path) -> anyhow::Result<GpuBackend> {
+    pub fn new(
+        gpu: &Gpu,
+        cache_dir: &std::path::Path,
+        field: kernels::FieldCode,
+    ) -> anyhow::Result<GpuBackend> {
         let arch = gpu.info.arch();
-        let (cubin, origin, took) = kernels::load(cache_dir, &arch)?;
+        let (cubin, origin, took) = kernels::load(cache_dir, &arch, field)?;
         tracing::info!(
             gpu = gpu.info.ordinal,
             name = %gpu.info.name,

@@ -112,16 +112,35 @@ impl Kernel {
     }
 }
 
-/// NVRTC's options. CUZK_PORTABLE_FIELD=1 in the environment compiles the field arithmetic
-/// from its portable C++ instead of PTX carry chains (kernels/ff/mont.cuh): a switch for telling
-/// a fault of the carry chains from one elsewhere, part of the cubin's hash like every option.
-fn options(arch: &str) -> Vec<String> {
+/// How the field arithmetic is compiled (kernels/ff/mont.cuh).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldCode {
+    /// PTX carry chains: what the service runs.
+    #[default]
+    CarryChains,
+    /// The portable C++ (`CUZK_PORTABLE_FIELD`), cached apart: for telling a fault of the carry
+    /// chains from one elsewhere.
+    Portable,
+}
+
+impl FieldCode {
+    /// `Portable` where `portable` holds.
+    pub fn portable(portable: bool) -> FieldCode {
+        if portable {
+            FieldCode::Portable
+        } else {
+            FieldCode::CarryChains
+        }
+    }
+}
+
+fn options(arch: &str, field: FieldCode) -> Vec<String> {
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".into(),
         "-default-device".into(),
     ];
-    if std::env::var_os("CUZK_PORTABLE_FIELD").is_some_and(|v| v == "1") {
+    if field == FieldCode::Portable {
         options.push("-DCUZK_PORTABLE_FIELD".into());
     }
     options
@@ -147,17 +166,17 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 }
 
 /// Compiles the kernels for `arch` (e.g. "sm_90") into a cubin.
-pub fn compile(arch: &str) -> Result<Vec<u8>> {
+pub fn compile(arch: &str, field: FieldCode) -> Result<Vec<u8>> {
     if !nvrtc_available() {
         bail!("NVRTC (libnvrtc.so.13) is not on the library path");
     }
-    catch_unwind(AssertUnwindSafe(|| compile_file(PROGRAM, arch)))
+    catch_unwind(AssertUnwindSafe(|| compile_file(PROGRAM, arch, field)))
         .unwrap_or_else(|_| Err(anyhow!("the NVRTC library could not be used")))
 }
 
 /// Compiles `file` (name, text) for `arch`, with every file of [`FILES`] available to its
 /// `#include`s.
-fn compile_file(file: (&str, &str), arch: &str) -> Result<Vec<u8>> {
+fn compile_file(file: (&str, &str), arch: &str, field: FieldCode) -> Result<Vec<u8>> {
     let cstring = |s: &str| CString::new(s).context("kernel source contains a NUL byte");
     let (name, text) = file;
     let src = cstring(text)?;
@@ -189,7 +208,7 @@ fn compile_file(file: (&str, &str), arch: &str) -> Result<Vec<u8>> {
     .map_err(|e| anyhow!("nvrtcCreateProgram: {e:?}"))?;
     // SAFETY: initialized by the successful call above.
     let program = Program(unsafe { prog.assume_init() });
-    let opts = options(arch);
+    let opts = options(arch, field);
     // SAFETY: a live program and options without NUL bytes.
     if let Err(e) = unsafe { result::compile_program(program.0, &opts) } {
         // SAFETY: the program exists; the log is a NUL-terminated string.
@@ -238,9 +257,9 @@ pub enum Origin {
 }
 
 /// The cubin for `arch`, from the cache in `dir` when present, else compiled and cached there.
-pub fn load(dir: &Path, arch: &str) -> Result<(Vec<u8>, Origin, Duration)> {
+pub fn load(dir: &Path, arch: &str, field: FieldCode) -> Result<(Vec<u8>, Origin, Duration)> {
     let start = Instant::now();
-    let path = cache_path(dir, arch)?;
+    let path = cache_path(dir, arch, field)?;
     match std::fs::read(&path) {
         Ok(bytes) if looks_like_elf(&bytes) => return Ok((bytes, Origin::Cache, start.elapsed())),
         Ok(_) => {
@@ -255,14 +274,14 @@ pub fn load(dir: &Path, arch: &str) -> Result<(Vec<u8>, Origin, Duration)> {
         arch,
         "compiling the CUDA kernels with NVRTC (once per version and device)"
     );
-    let cubin = compile(arch)?;
+    let cubin = compile(arch, field)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     crate::persist::write_atomic(&path, &cubin)?;
     Ok((cubin, Origin::Compiled, start.elapsed()))
 }
 
 /// `<dir>/cuzk-<arch>-<hash>.cubin`, the hash over source, options, architecture and NVRTC.
-pub fn cache_path(dir: &Path, arch: &str) -> Result<PathBuf> {
+pub fn cache_path(dir: &Path, arch: &str, field: FieldCode) -> Result<PathBuf> {
     let (major, minor) = nvrtc_version()?;
     let mut h = Sha256::new();
     for (name, text) in FILES {
@@ -271,7 +290,7 @@ pub fn cache_path(dir: &Path, arch: &str) -> Result<PathBuf> {
         h.update(text.as_bytes());
         h.update([0]);
     }
-    for o in options(arch) {
+    for o in options(arch, field) {
         h.update(o.as_bytes());
         h.update([0]);
     }
@@ -302,7 +321,7 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let (cubin, origin, _) = load(dir.path(), "sm_90").unwrap();
+        let (cubin, origin, _) = load(dir.path(), "sm_90", FieldCode::CarryChains).unwrap();
         assert_eq!(origin, Origin::Compiled);
         assert!(looks_like_elf(&cubin));
         for k in Kernel::ALL {
@@ -312,15 +331,24 @@ mod tests {
             );
         }
         // The second load comes from the cache, byte for byte.
-        let (again, origin, _) = load(dir.path(), "sm_90").unwrap();
+        let (again, origin, _) = load(dir.path(), "sm_90", FieldCode::CarryChains).unwrap();
         assert_eq!(origin, Origin::Cache);
         assert_eq!(again, cubin);
         // A torn cache file is replaced, not loaded.
-        let path = cache_path(dir.path(), "sm_90").unwrap();
+        let path = cache_path(dir.path(), "sm_90", FieldCode::CarryChains).unwrap();
         std::fs::write(&path, b"\x7fELF torn").unwrap();
-        let (fixed, origin, _) = load(dir.path(), "sm_90").unwrap();
+        let (fixed, origin, _) = load(dir.path(), "sm_90", FieldCode::CarryChains).unwrap();
         assert_eq!(origin, Origin::Compiled);
         assert_eq!(fixed, cubin);
+        // The portable field arithmetic compiles too, into a cubin cached apart.
+        let portable_path = cache_path(dir.path(), "sm_90", FieldCode::Portable).unwrap();
+        assert_ne!(portable_path, path);
+        let (portable, origin, _) = load(dir.path(), "sm_90", FieldCode::Portable).unwrap();
+        assert_eq!(origin, Origin::Compiled);
+        assert_ne!(portable, cubin);
+        for k in Kernel::ALL {
+            assert!(defines(&portable, k.name()), "kernel {k:?} missing");
+        }
     }
 
     #[test]
@@ -330,7 +358,7 @@ mod tests {
             return;
         }
         let bad = "extern \"C\" __global__ void k() { undefined_name = 1; }";
-        let err = compile_file(("bad.cu", bad), "sm_90")
+        let err = compile_file(("bad.cu", bad), "sm_90", FieldCode::CarryChains)
             .unwrap_err()
             .to_string();
         assert!(
@@ -410,7 +438,7 @@ mod tests {
             return;
         }
         for file in FILES {
-            let cubin = compile_file(file, "sm_90")
+            let cubin = compile_file(file, "sm_90", FieldCode::CarryChains)
                 .unwrap_or_else(|e| panic!("{} does not compile alone: {e:#}", file.0));
             for k in kernels_in(file.1) {
                 assert!(defines(&cubin, k), "{}: kernel {k} missing", file.0);

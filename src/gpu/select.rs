@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
+use super::kernels::FieldCode;
 use super::{GpuBackend, GpuInfo};
 use crate::groth16::{Backend, CpuBackend};
 
@@ -85,7 +86,7 @@ pub fn select(choice: BackendChoice, gpus: &[usize], kernel_cache: &Path) -> Res
         gpus: Vec::new(),
     };
     for g in &found {
-        match GpuBackend::new(g, kernel_cache) {
+        match GpuBackend::new(g, kernel_cache, FieldCode::CarryChains) {
             Ok(b) => {
                 provers.gpus.push(g.info.clone());
                 provers.backends.push(Arc::new(b));

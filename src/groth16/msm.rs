@@ -7,8 +7,9 @@
 
 use blst::{
     blst_p1, blst_p1_affine, blst_p1s_add, blst_p1s_mult_pippenger,
-    blst_p1s_mult_pippenger_scratch_sizeof, blst_p2, blst_p2_affine, blst_p2s_add,
-    blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof,
+    blst_p1s_mult_pippenger_scratch_sizeof, blst_p1s_to_affine, blst_p2, blst_p2_affine,
+    blst_p2s_add, blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof,
+    blst_p2s_to_affine,
 };
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
@@ -24,7 +25,7 @@ const SUM_CHUNK: usize = 1 << 14;
 
 /// A curve group blst can run Pippenger on. Implemented for G1 and G2.
 pub trait MsmCurve: Group<Scalar = Scalar> + Send + Sync {
-    type Affine: Copy + Send + Sync;
+    type Affine: Copy + Default + Send + Sync;
     #[doc(hidden)]
     type RawAffine;
     #[doc(hidden)]
@@ -53,10 +54,13 @@ pub trait MsmCurve: Group<Scalar = Scalar> + Send + Sync {
     /// `points` holds `n` valid pointers.
     #[doc(hidden)]
     unsafe fn sum_affine(ret: &mut Self::Raw, points: *const *const Self::RawAffine, n: usize);
+    /// `out[i]` = `points[i]` in affine form, with one field inversion for all of them (blst's
+    /// batch conversion; the group crate's `batch_normalize` inverts once per point).
+    fn batch_to_affine(points: &[Self], out: &mut [Self::Affine]);
 }
 
 macro_rules! msm_curve {
-    ($proj:ty, $affine:ty, $raw:ty, $raw_affine:ty, $pip:ident, $scratch:ident, $add:ident) => {
+    ($proj:ty, $affine:ty, $raw:ty, $raw_affine:ty, $pip:ident, $scratch:ident, $add:ident, $to_affine:ident) => {
         // blstrs' point types are #[repr(transparent)] wrappers of blst's.
         const _: () = assert!(std::mem::size_of::<$proj>() == std::mem::size_of::<$raw>());
         const _: () = assert!(std::mem::size_of::<$affine>() == std::mem::size_of::<$raw_affine>());
@@ -98,6 +102,26 @@ macro_rules! msm_curve {
             unsafe fn sum_affine(ret: &mut $raw, points: *const *const $raw_affine, n: usize) {
                 $add(ret, points, n);
             }
+
+            fn batch_to_affine(points: &[$proj], out: &mut [$affine]) {
+                assert_eq!(points.len(), out.len());
+                if points.is_empty() {
+                    return;
+                }
+                let ptrs: Vec<*const $raw> = points
+                    .iter()
+                    .map(|p| p as *const $proj as *const $raw)
+                    .collect();
+                // SAFETY: `ptrs` holds points.len() pointers to valid points and `out` as many
+                // affine slots (repr(transparent) over blst's types, sizes checked above).
+                unsafe {
+                    $to_affine(
+                        out.as_mut_ptr() as *mut $raw_affine,
+                        ptrs.as_ptr(),
+                        ptrs.len(),
+                    )
+                }
+            }
         }
     };
 }
@@ -109,7 +133,8 @@ msm_curve!(
     blst_p1_affine,
     blst_p1s_mult_pippenger,
     blst_p1s_mult_pippenger_scratch_sizeof,
-    blst_p1s_add
+    blst_p1s_add,
+    blst_p1s_to_affine
 );
 msm_curve!(
     G2Projective,
@@ -118,7 +143,8 @@ msm_curve!(
     blst_p2_affine,
     blst_p2s_mult_pippenger,
     blst_p2s_mult_pippenger_scratch_sizeof,
-    blst_p2s_add
+    blst_p2s_add,
+    blst_p2s_to_affine
 );
 
 /// The indices of a scalar vector, sorted into what each needs.
@@ -272,6 +298,26 @@ mod tests {
                 _ => Scalar::random(&mut *rng),
             })
             .collect()
+    }
+
+    #[test]
+    fn batch_to_affine_matches_the_points_one_by_one_infinity_included() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut g1: Vec<G1Projective> = (0..100).map(|_| G1Projective::random(&mut rng)).collect();
+        g1[7] = G1Projective::identity();
+        let mut out = vec![G1Affine::default(); g1.len()];
+        G1Projective::batch_to_affine(&g1, &mut out);
+        for (p, a) in g1.iter().zip(&out) {
+            assert_eq!(p.to_affine(), *a);
+        }
+        let mut g2: Vec<G2Projective> = (0..20).map(|_| G2Projective::random(&mut rng)).collect();
+        g2[0] = G2Projective::identity();
+        let mut out = vec![G2Affine::default(); g2.len()];
+        G2Projective::batch_to_affine(&g2, &mut out);
+        for (p, a) in g2.iter().zip(&out) {
+            assert_eq!(p.to_affine(), *a);
+        }
+        G1Projective::batch_to_affine(&[], &mut []);
     }
 
     #[test]
