@@ -87,7 +87,8 @@ FN void mont_final(u32 *r, const u32 *t, const u32 *m) {
     for (int j = 0; j < N; j++) r[j] = keep ? t[j] : s[j];
 }
 
-// r = a + b mod m for a, b < m < 2^(32N) / 4 (so a + b has no carry out).
+// r = a + b mod m for a, b < m < 2^(32N) / 2, so a + b has no carry out (Fr's modulus is above
+// 2^(32N) / 4 but below half).
 template <int N>
 FN void mod_add(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
     u32 t[N], s[N];
