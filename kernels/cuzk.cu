@@ -4,4 +4,5 @@
 #include "util/scan.cu"
 #include "ntt/ntt.cu"
 #include "groth16/h.cu"
+#include "groth16/density.cu"
 #include "msm/msm.cu"

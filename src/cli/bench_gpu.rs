@@ -17,11 +17,12 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
-use super::selftest::{random_bases, random_scalars};
+use super::selftest::{random_bases, random_density, random_scalars};
 use crate::gpu::kernels::FieldCode;
 use crate::gpu::{self, GpuBackend};
-use crate::groth16::{Backend, G1Query, ProveError};
+use crate::groth16::{Assignment, Backend, G1Query, ProveError};
 use crate::srs::{Srs, SrsId};
+use crate::synth::Density;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GpuOp {
@@ -135,9 +136,10 @@ struct Work {
     /// h's b and c.
     s2: Vec<Scalar>,
     s3: Vec<Scalar>,
-    /// The partition's witness: aux (L and A) and B's share.
+    /// The partition's witness (L and A over all of it) and B's aux density.
     aux: Vec<Scalar>,
-    b: Vec<Scalar>,
+    b_density: Density,
+    full: Density,
     curve: Curve,
 }
 
@@ -154,7 +156,8 @@ impl Work {
             s2: Vec::new(),
             s3: Vec::new(),
             aux: Vec::new(),
-            b: Vec::new(),
+            b_density: Density::new(),
+            full: Density::new(),
             curve: args.curve,
         };
         match args.op {
@@ -175,11 +178,13 @@ impl Work {
                 let g1 = random_bases::<G1Projective>(n - 1, 13);
                 if args.op == GpuOp::Partition {
                     w.aux = witness(constraints, 6);
-                    w.b = witness(constraints / 4, 7);
-                    let mut s = srs(g1, random_bases::<G2Projective>(constraints / 4, 14));
+                    w.full = Density::full(constraints);
+                    w.b_density = random_density(constraints, 25, 7);
+                    let b_len = w.b_density.count();
+                    let mut s = srs(g1, random_bases::<G2Projective>(b_len, 14));
                     s.l = s.h[..constraints].to_vec();
                     s.a = s.l.clone();
-                    s.b_g1 = s.h[..constraints / 4].to_vec();
+                    s.b_g1 = s.h[..b_len].to_vec();
                     w.srs = s;
                 } else {
                     w.srs = srs(g1, Vec::new());
@@ -202,13 +207,30 @@ impl Work {
                 json!({ "ntt": timed(|| gpu.ntt(v, false))? })
             }
             GpuOp::H => json!({ "h_msm": self.h(gpu)? }),
-            GpuOp::Partition => json!({
-                "h_msm": self.h(gpu)?,
-                "l": timed(|| gpu.msm_g1_query(srs, G1Query::L, &self.aux))?,
-                "a": timed(|| gpu.msm_g1_query(srs, G1Query::A, &self.aux))?,
-                "b_g1": timed(|| gpu.msm_g1_query(srs, G1Query::BG1, &self.b))?,
-                "b_g2": timed(|| gpu.msm_b_g2(srs, &self.b))?,
-            }),
+            GpuOp::Partition => {
+                let h_msm = self.h(gpu)?;
+                // As the prover runs it: the witness's G1 queries in one call, then B in G2
+                // from B's scalars gathered on the host.
+                let w = Assignment {
+                    inputs: &[],
+                    aux: &self.aux,
+                    a_aux_density: &self.full,
+                    b_input_density: &Density::new(),
+                    b_aux_density: &self.b_density,
+                };
+                let sums = gpu.witness_msms_g1(srs, w)?;
+                let clock = Instant::now();
+                let b = w.b_scalars();
+                let b_g2 = timed(|| gpu.msm_b_g2(srs, &b))?;
+                json!({
+                    "h_msm": h_msm,
+                    "l": sums.l.took.as_secs_f64(),
+                    "a": sums.a.took.as_secs_f64(),
+                    "b_g1": sums.b_g1.took.as_secs_f64(),
+                    "b_scalars_host": clock.elapsed().as_secs_f64() - b_g2,
+                    "b_g2": b_g2,
+                })
+            }
         })
     }
 
@@ -226,7 +248,7 @@ fn timed<T>(f: impl FnOnce() -> Result<T, ProveError>) -> Result<f64> {
 }
 
 /// A parameter set made in memory: `h` (also the G1 bases of single MSMs) and `b_g2`.
-fn srs(h: Vec<G1Affine>, b_g2: Vec<G2Affine>) -> Srs {
+pub(super) fn srs(h: Vec<G1Affine>, b_g2: Vec<G2Affine>) -> Srs {
     let g1 = G1Affine::generator();
     let g2 = G2Affine::generator();
     Srs {

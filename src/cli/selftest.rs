@@ -18,7 +18,8 @@ use crate::gpu::kernels::FieldCode;
 use crate::gpu::GpuBackend;
 use crate::groth16::domain::Domain;
 use crate::groth16::msm::{msm, MsmCurve};
-use crate::groth16::{Backend, CpuBackend};
+use crate::groth16::{Assignment, Backend, CpuBackend};
+use crate::synth::Density;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Check {
@@ -26,6 +27,8 @@ pub enum Check {
     H,
     G1,
     G2,
+    /// L, A and B in G1 of a witness, A's and B's scalars gathered by density on the device.
+    Queries,
 }
 
 #[derive(Args)]
@@ -88,6 +91,9 @@ pub fn run(args: SelftestArgs) -> Result<()> {
         }
         if wanted(Check::G2) {
             t.msm::<G2Projective>(args.max_log2)?;
+        }
+        if wanted(Check::Queries) {
+            t.queries(args.max_log2)?;
         }
         failures += t.failures;
         checks += t.checks;
@@ -264,6 +270,81 @@ impl Tester<'_> {
         }
         Ok(())
     }
+}
+
+impl Tester<'_> {
+    /// The witness's G1 queries (L, A, B) on the device against the CPU: random densities of
+    /// several fills, and the empty and full ones.
+    fn queries(&mut self, max_log2: u32) -> Result<()> {
+        let mut shapes: Vec<(usize, usize)> = vec![(1, 1), (1, 2), (3, 100), (5, 4097)];
+        shapes.extend(
+            sizes(max_log2, &[16, 20, 22])
+                .into_iter()
+                .map(|l| (40, 1usize << l)),
+        );
+        let max_aux = shapes.iter().map(|s| s.1).max().unwrap_or(1);
+        let bases = random_bases::<G1Projective>(max_aux + 64, 21);
+        for (i, (n_in, n_aux)) in shapes.into_iter().enumerate() {
+            let seed = 1000 + 10 * i as u64;
+            let inputs = random_scalars(n_in, seed);
+            let aux = witness_scalars(n_aux, seed + 1);
+            let fills: [(&str, u32, u32, u32); 3] = [
+                ("densities 60/50/25%", 60, 50, 25),
+                ("densities empty", 0, 0, 0),
+                ("densities full", 100, 100, 100),
+            ];
+            for (k, (name, a_fill, b_in_fill, b_aux_fill)) in fills.into_iter().enumerate() {
+                let a_aux_density = random_density(n_aux, a_fill, seed + 2 + k as u64);
+                let b_input_density = random_density(n_in, b_in_fill, seed + 5 + k as u64);
+                let b_aux_density = random_density(n_aux, b_aux_fill, seed + 8 + k as u64);
+                let w = Assignment {
+                    inputs: &inputs,
+                    aux: &aux,
+                    a_aux_density: &a_aux_density,
+                    b_input_density: &b_input_density,
+                    b_aux_density: &b_aux_density,
+                };
+                let (a_len, b_len) = w.query_lengths();
+                let mut srs = super::bench_gpu::srs(Vec::new(), Vec::new());
+                srs.id = crate::srs::SrsId::in_memory(seed + k as u64);
+                srs.l = bases[..n_aux].to_vec();
+                srs.a = bases[1..1 + a_len].to_vec();
+                srs.b_g1 = bases[2..2 + b_len].to_vec();
+                let clock = Instant::now();
+                let got = self.gpu.witness_msms_g1(&srs, w)?;
+                let gpu_s = clock.elapsed().as_secs_f64();
+                let clock = Instant::now();
+                let want = CpuBackend.witness_msms_g1(&srs, w)?;
+                let cpu_s = clock.elapsed().as_secs_f64();
+                let same = [(got.l, want.l), (got.a, want.a), (got.b_g1, want.b_g1)]
+                    .iter()
+                    .all(|(g, w)| g.sum == w.sum && g.stats == w.stats);
+                self.report(
+                    same,
+                    format!("queries {n_in} in {n_aux} aux {name}"),
+                    gpu_s,
+                    cpu_s,
+                );
+                drop(srs);
+                self.gpu.keep_bases(false);
+                self.gpu.keep_bases(true);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `len` bits, each set with probability `percent`/100.
+pub(super) fn random_density(len: usize, percent: u32, seed: u64) -> Density {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut d = Density::new();
+    for i in 0..len {
+        d.push();
+        if rng.gen_range(0..100) < percent {
+            d.set(i);
+        }
+    }
+    d
 }
 
 fn sizes(max_log2: u32, logs: &[u32]) -> Vec<u32> {

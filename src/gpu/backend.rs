@@ -13,16 +13,18 @@ use std::time::{Duration, Instant};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::sys::CUmemPool_attribute as PoolAttribute;
 use cudarc::driver::{
-    result, sys, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
+    result, sys, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DriverError,
+    LaunchConfig,
 };
 use cudarc::nvrtc::Ptx;
 
 use super::kernels::{self, Kernel};
 use super::resident::Resident;
+use super::staging::Staging;
 use super::{Gpu, GpuInfo};
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
-use crate::groth16::{Backend, G1Query, ProveError, StageTime};
+use crate::groth16::{Assignment, Backend, G1Query, ProveError, StageTime, WitnessSums};
 use crate::srs::Srs;
 
 /// The loaded kernels, indexed by [`Kernel`].
@@ -89,6 +91,8 @@ pub struct GpuBackend {
     pub(super) resident: Mutex<Resident>,
     pub(super) keep_bases: AtomicBool,
     pub(super) pool: Pool,
+    /// Page-locked halves every upload goes through.
+    staging: Mutex<Staging>,
 }
 
 /// The device's memory pool, where every buffer of ours comes from (cudarc allocates on the
@@ -160,6 +164,12 @@ impl GpuBackend {
             "GPU kernels ready"
         );
         let module = gpu.ctx.load_module(Ptx::from_binary(cubin))?;
+        let staging = Staging::new(&gpu.ctx)?;
+        tracing::info!(
+            gpu = gpu.info.ordinal,
+            locked_bytes = staging.locked_bytes(),
+            "page-locked staging for uploads"
+        );
         Ok(GpuBackend {
             info: gpu.info.clone(),
             stream: gpu.ctx.new_stream()?,
@@ -171,6 +181,7 @@ impl GpuBackend {
             resident: Mutex::new(Resident::default()),
             keep_bases: AtomicBool::new(true),
             pool: Pool::keeping(gpu)?,
+            staging: Mutex::new(staging),
         })
     }
 
@@ -201,18 +212,19 @@ impl GpuBackend {
         }
     }
 
-    /// Ends a stage begun at `since` once the stream has run it; records it if asked.
+    /// Ends a stage begun at `since`: when stages are recorded, waits for the stream to run it
+    /// and keeps its time; otherwise the stream runs on without the host waiting.
     pub(super) fn record(
         &self,
         stage: String,
         since: Instant,
         bytes: u64,
     ) -> Result<Instant, DriverError> {
+        if !self.recording.load(Ordering::Relaxed) {
+            return Ok(Instant::now());
+        }
         self.stream.synchronize()?;
         let now = Instant::now();
-        if !self.recording.load(Ordering::Relaxed) {
-            return Ok(now);
-        }
         lock(&self.stages).push(StageTime {
             stage,
             seconds: (now - since).as_secs_f64(),
@@ -221,7 +233,8 @@ impl GpuBackend {
         Ok(now)
     }
 
-    /// A device buffer of `len_words` words starting with `host` (zeros after it).
+    /// A device buffer of `len_words` words starting with `host` (zeros after it), copied
+    /// through the page-locked staging halves.
     pub(super) fn upload<T: Words>(
         &self,
         host: &[T],
@@ -235,8 +248,8 @@ impl GpuBackend {
             self.stream.alloc_zeros::<u32>(len_words)?
         };
         if !words.is_empty() {
-            self.stream
-                .memcpy_htod(words, &mut dev.slice_mut(0..words.len()))?;
+            let (at, _ordered) = dev.device_ptr_mut(&self.stream);
+            lock(&self.staging).htod(&self.stream, words, at)?;
         }
         Ok(dev)
     }
@@ -293,6 +306,11 @@ impl Backend for GpuBackend {
         scalars: &[Scalar],
     ) -> Result<(G1Projective, MsmStats), ProveError> {
         self.msm_on_device(query.bases(srs), Some((srs.id, query.name())), scalars)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn witness_msms_g1(&self, srs: &Srs, w: Assignment<'_>) -> Result<WitnessSums, ProveError> {
+        self.witness_msms_on_device(srs, w)
             .map_err(|e| e.on(&self.info))
     }
 

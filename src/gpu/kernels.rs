@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.cu"));
 
 /// Every kernel source, by the path `#include` names it with (relative to kernels/).
-pub const FILES: [(&str, &str); 13] = [
+pub const FILES: [(&str, &str); 14] = [
     (
         "util/common.cuh",
         include_str!("../../kernels/util/common.cuh"),
@@ -30,6 +30,10 @@ pub const FILES: [(&str, &str); 13] = [
     ("ec/xyzz.cuh", include_str!("../../kernels/ec/xyzz.cuh")),
     ("ntt/ntt.cu", include_str!("../../kernels/ntt/ntt.cu")),
     ("groth16/h.cu", include_str!("../../kernels/groth16/h.cu")),
+    (
+        "groth16/density.cu",
+        include_str!("../../kernels/groth16/density.cu"),
+    ),
     (
         "msm/digits.cuh",
         include_str!("../../kernels/msm/digits.cuh"),
@@ -48,6 +52,8 @@ pub enum Kernel {
     NttTiles,
     ScalePowers,
     HPointwise,
+    DensityPopcount,
+    DensityGather,
     MsmSplit,
     MsmHistogram,
     MsmScatter,
@@ -64,13 +70,15 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 19] = [
+    pub const ALL: [Kernel; 21] = [
         Kernel::ScanTiles,
         Kernel::ScanAdd,
         Kernel::BitReverse,
         Kernel::NttTiles,
         Kernel::ScalePowers,
         Kernel::HPointwise,
+        Kernel::DensityPopcount,
+        Kernel::DensityGather,
         Kernel::MsmSplit,
         Kernel::MsmHistogram,
         Kernel::MsmScatter,
@@ -95,6 +103,8 @@ impl Kernel {
             Kernel::NttTiles => "fr_ntt_tiles",
             Kernel::ScalePowers => "fr_scale_powers",
             Kernel::HPointwise => "fr_h_pointwise",
+            Kernel::DensityPopcount => "density_popcount",
+            Kernel::DensityGather => "density_gather",
             Kernel::MsmSplit => "msm_split",
             Kernel::MsmHistogram => "msm_histogram",
             Kernel::MsmScatter => "msm_scatter",

@@ -11,8 +11,10 @@ mod device;
 pub mod kernels;
 mod msm;
 mod ntt;
+mod queries;
 mod resident;
 mod select;
+mod staging;
 
 pub use backend::GpuBackend;
 pub use device::{discover, Gpu, GpuInfo};

@@ -140,7 +140,7 @@ impl GpuBackend {
         self.room_for_call(working + upload, key)?;
         Ok(match resident {
             Some(buf) => CallBases::Resident(buf),
-            None => CallBases::Uploaded(self.stream.clone_htod(words(&bases[..n]))?),
+            None => CallBases::Uploaded(self.upload(&bases[..n], words(&bases[..n]).len())?),
         })
     }
 
@@ -167,7 +167,7 @@ impl GpuBackend {
         let clock = Instant::now();
         let working = msm_working_bytes::<C>(n, true);
         let db = self.call_bases::<C>(bases, n, key, working)?;
-        let ds = self.stream.clone_htod(words(scalars))?;
+        let ds = self.upload(scalars, n * 8)?;
         let bytes = match db {
             CallBases::Resident(_) => n * 32,
             CallBases::Uploaded(_) => n * (32 + std::mem::size_of::<C::Affine>()),
@@ -336,7 +336,7 @@ impl GpuBackend {
     }
 
     /// Exclusive prefix sums of `data[..n]`, in place (kernels/util/scan.cu).
-    fn scan(&self, data: &mut CudaSlice<u32>, n: usize) -> Result<(), GpuError> {
+    pub(super) fn scan(&self, data: &mut CudaSlice<u32>, n: usize) -> Result<(), GpuError> {
         let tiles = n.div_ceil(SCAN_TILE);
         // SAFETY: scan_tiles writes every tile's total.
         let mut sums = unsafe { self.stream.alloc::<u32>(tiles) }?;

@@ -226,6 +226,8 @@ impl GpuBackend {
         let working = h_working_bytes(n) + msm_working_bytes::<G1Projective>(n - 1, true);
         let db = self.call_bases::<G1Projective>(bases, n - 1, key, working)?;
         let h = self.h_kernels(a, b, c, log_n)?;
+        // h's time is the device's: wait for it (one wait a proof).
+        self.stream.synchronize()?;
         let h_took = start.elapsed();
         let scalars = DeviceScalars {
             buf: &h,

@@ -87,7 +87,7 @@ impl GpuBackend {
             return Ok(None);
         }
         let clock = Instant::now();
-        let buf = Arc::new(self.stream.clone_htod(words(bases))?);
+        let buf = Arc::new(self.upload(bases, words(bases).len())?);
         self.record(
             format!("bases {} (resident).upload", key.1),
             clock,

@@ -12,11 +12,14 @@ pub use bellperson::groth16::Proof;
 pub use cpu::CpuBackend;
 pub use prover::{prove, prove_start, ProveTimings, Started};
 
+use std::time::{Duration, Instant};
+
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 use msm::MsmStats;
 
 use crate::srs::Srs;
+use crate::synth::Density;
 
 /// Time and bytes of one stage of a backend's device work (a transfer, a group of kernels).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -55,6 +58,77 @@ impl G1Query {
     }
 }
 
+/// One partition's assignment as the witness's G1 queries read it: L sums over every aux value,
+/// A over every input then the aux values in A's density, B over the inputs and the aux values
+/// in B's densities (the densities are as long as what they select from; the prover checks).
+#[derive(Clone, Copy)]
+pub struct Assignment<'a> {
+    pub inputs: &'a [Scalar],
+    pub aux: &'a [Scalar],
+    pub a_aux_density: &'a Density,
+    pub b_input_density: &'a Density,
+    pub b_aux_density: &'a Density,
+}
+
+impl Assignment<'_> {
+    /// A's scalars: every input, then the aux values in A's density.
+    pub fn a_scalars(&self) -> Vec<Scalar> {
+        concat_dense(self.inputs, None, self.aux, self.a_aux_density)
+    }
+
+    /// B's scalars: the inputs in B's input density, then the aux values in its aux density.
+    pub fn b_scalars(&self) -> Vec<Scalar> {
+        concat_dense(
+            self.inputs,
+            Some(self.b_input_density),
+            self.aux,
+            self.b_aux_density,
+        )
+    }
+
+    /// Scalars of A, and of B.
+    pub fn query_lengths(&self) -> (usize, usize) {
+        (
+            self.inputs.len() + self.a_aux_density.count(),
+            self.b_input_density.count() + self.b_aux_density.count(),
+        )
+    }
+}
+
+/// The scalars of a density-compressed query: inputs (all, or those in `input_density`), then the
+/// aux values whose bit is set in `aux_density`.
+fn concat_dense(
+    inputs: &[Scalar],
+    input_density: Option<&Density>,
+    aux: &[Scalar],
+    aux_density: &Density,
+) -> Vec<Scalar> {
+    let n_inputs = input_density.map_or(inputs.len(), Density::count);
+    let mut out = Vec::with_capacity(n_inputs + aux_density.count());
+    match input_density {
+        None => out.extend_from_slice(inputs),
+        Some(d) => out.extend(d.iter_ones().map(|i| inputs[i])),
+    }
+    out.extend(aux_density.iter_ones().map(|i| aux[i]));
+    out
+}
+
+/// One query's sum, what its scalars were, and how long it took (its scalars gathered, summed).
+#[derive(Clone, Debug)]
+pub struct QuerySum {
+    pub sum: G1Projective,
+    pub stats: MsmStats,
+    pub took: Duration,
+}
+
+/// The sums of the witness's three G1 queries.
+#[derive(Clone, Debug)]
+pub struct WitnessSums {
+    pub l: QuerySum,
+    pub a: QuerySum,
+    pub b_g1: QuerySum,
+}
+
 /// The heavy arithmetic of a proof. Implementations must be exact: the proof they help make is
 /// checked byte for byte against bellperson's.
 pub trait Backend: Send + Sync {
@@ -77,8 +151,8 @@ pub trait Backend: Send + Sync {
         a: Vec<Scalar>,
         b: Vec<Scalar>,
         c: Vec<Scalar>,
-    ) -> Result<(G1Projective, std::time::Duration), ProveError> {
-        let clock = std::time::Instant::now();
+    ) -> Result<(G1Projective, Duration), ProveError> {
+        let clock = Instant::now();
         let h = self.h_coefficients(a, b, c)?;
         let h_took = clock.elapsed();
         if srs.h.len() < h.len() {
@@ -117,6 +191,27 @@ pub trait Backend: Send + Sync {
         self.msm_g1(query.bases(srs), scalars)
     }
 
+    /// L, A and B in G1 over `w` ([`Assignment`]). By default each query's scalars are
+    /// gathered on the host and summed by [`Backend::msm_g1_query`]; a device backend moves the
+    /// assignment across once and gathers there.
+    fn witness_msms_g1(&self, srs: &Srs, w: Assignment<'_>) -> Result<WitnessSums, ProveError> {
+        // Each query's time counts from before its scalars are gathered.
+        let timed = |query: G1Query, since: Instant, scalars: &[Scalar]| {
+            let (sum, stats) = self.msm_g1_query(srs, query, scalars)?;
+            Ok::<_, ProveError>(QuerySum {
+                sum,
+                stats,
+                took: since.elapsed(),
+            })
+        };
+        let l = timed(G1Query::L, Instant::now(), w.aux)?;
+        let clock = Instant::now();
+        let a = timed(G1Query::A, clock, &w.a_scalars())?;
+        let clock = Instant::now();
+        let b_g1 = timed(G1Query::BG1, clock, &w.b_scalars())?;
+        Ok(WitnessSums { l, a, b_g1 })
+    }
+
     /// Σ scalars[i]·bases[i] over B's G2 bases of `srs`, likewise.
     fn msm_b_g2(
         &self,
@@ -140,7 +235,7 @@ pub trait Backend: Send + Sync {
 
     /// How long the device has been doing this backend's work since it started; None on the
     /// CPU, which has no device to keep busy.
-    fn device_busy(&self) -> Option<std::time::Duration> {
+    fn device_busy(&self) -> Option<Duration> {
         None
     }
 }

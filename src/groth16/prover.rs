@@ -13,9 +13,9 @@ use group::{prime::PrimeCurveAffine, Curve};
 use serde::Serialize;
 
 use super::msm::MsmStats;
-use super::{Backend, G1Query, Proof, ProveError};
+use super::{Assignment, Backend, Proof, ProveError};
 use crate::srs::Srs;
-use crate::synth::{Density, SynthesizedProof};
+use crate::synth::SynthesizedProof;
 
 /// Where one proof's time went, and what its MSMs saw.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -112,34 +112,28 @@ pub fn prove_start(
     t.h_ntt = h_took;
     t.msm_h = clock.elapsed().saturating_sub(h_took);
 
-    let clock = Instant::now();
-    let (l_sum, l_stats) = backend.msm_g1_query(srs, G1Query::L, &aux)?;
-    t.msm_l = clock.elapsed();
-    t.l_scalars = l_stats;
-
-    // A: every input, then the aux variables in A's density.
-    let clock = Instant::now();
-    let a_scalars = concat_dense(&inputs, None, &aux, &a_aux_density);
-    let (a_sum, a_stats) = backend.msm_g1_query(srs, G1Query::A, &a_scalars)?;
-    drop(a_scalars);
-    t.msm_a = clock.elapsed();
-    t.a_scalars = a_stats;
-
-    // B: inputs in B's input density, then aux variables in B's aux density.
-    let b_scalars = concat_dense(&inputs, Some(&b_input_density), &aux, &b_aux_density);
+    let w = Assignment {
+        inputs: &inputs,
+        aux: &aux,
+        a_aux_density: &a_aux_density,
+        b_input_density: &b_input_density,
+        b_aux_density: &b_aux_density,
+    };
+    let sums = backend.witness_msms_g1(srs, w)?;
+    (t.msm_l, t.l_scalars) = (sums.l.took, sums.l.stats);
+    (t.msm_a, t.a_scalars) = (sums.a.took, sums.a.stats);
+    (t.msm_b_g1, t.b_scalars) = (sums.b_g1.took, sums.b_g1.stats);
+    // B in G2 is left for the finish: only its scalars are kept.
+    let b_scalars = w.b_scalars();
     drop((inputs, aux));
-    let clock = Instant::now();
-    let (b_g1_sum, b_stats) = backend.msm_g1_query(srs, G1Query::BG1, &b_scalars)?;
-    t.msm_b_g1 = clock.elapsed();
-    t.b_scalars = b_stats;
     t.total = start.elapsed();
     Ok(Started {
         r,
         s,
         h_sum,
-        l_sum,
-        a_sum,
-        b_g1_sum,
+        l_sum: sums.l.sum,
+        a_sum: sums.a.sum,
+        b_g1_sum: sums.b_g1.sum,
         b_scalars,
         timings: t,
     })
@@ -194,24 +188,6 @@ impl Started {
             timings,
         ))
     }
-}
-
-/// The scalars of a density-compressed query: inputs (all, or those in `input_density`), then the
-/// aux values whose bit is set in `aux_density`.
-fn concat_dense(
-    inputs: &[Scalar],
-    input_density: Option<&Density>,
-    aux: &[Scalar],
-    aux_density: &Density,
-) -> Vec<Scalar> {
-    let n_inputs = input_density.map_or(inputs.len(), Density::count);
-    let mut out = Vec::with_capacity(n_inputs + aux_density.count());
-    match input_density {
-        None => out.extend_from_slice(inputs),
-        Some(d) => out.extend(d.iter_ones().map(|i| inputs[i])),
-    }
-    out.extend(aux_density.iter_ones().map(|i| aux[i]));
-    out
 }
 
 fn check_shape(srs: &Srs, p: &SynthesizedProof) -> Result<(), ProveError> {
