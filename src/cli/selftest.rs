@@ -283,7 +283,7 @@ impl Tester<'_> {
                 .map(|l| (40, 1usize << l)),
         );
         let max_aux = shapes.iter().map(|s| s.1).max().unwrap_or(1);
-        let bases = random_bases::<G1Projective>(max_aux + 64, 21);
+        let bases = random_bases::<G1Projective>(max_aux.next_power_of_two() + 64, 21);
         for (i, (n_in, n_aux)) in shapes.into_iter().enumerate() {
             let seed = 1000 + 10 * i as u64;
             let inputs = random_scalars(n_in, seed);
@@ -325,6 +325,30 @@ impl Tester<'_> {
                     gpu_s,
                     cpu_s,
                 );
+                if k == 0 {
+                    // Every G1 sum of a proof in one call: h from a, b, c beside the witness.
+                    let abc = [1, 2, 3].map(|j| random_scalars(n_aux, seed + 20 + j));
+                    srs.h = bases[3..3 + n_aux.next_power_of_two()].to_vec();
+                    let [a, b, c] = abc.clone();
+                    let clock = Instant::now();
+                    let got = self.gpu.g1_sums(&srs, a, b, c, w)?;
+                    let gpu_s = clock.elapsed().as_secs_f64();
+                    let [a, b, c] = abc;
+                    let clock = Instant::now();
+                    let want = CpuBackend.g1_sums(&srs, a, b, c, w)?;
+                    let cpu_s = clock.elapsed().as_secs_f64();
+                    let (g, e) = (&got.witness, &want.witness);
+                    let same = got.h == want.h
+                        && [(&g.l, &e.l), (&g.a, &e.a), (&g.b_g1, &e.b_g1)]
+                            .iter()
+                            .all(|(g, e)| g.sum == e.sum && g.stats == e.stats);
+                    self.report(
+                        same,
+                        format!("g1 sums {n_in} in {n_aux} aux (h beside)"),
+                        gpu_s,
+                        cpu_s,
+                    );
+                }
                 drop(srs);
                 self.gpu.keep_bases(false);
                 self.gpu.keep_bases(true);

@@ -24,7 +24,7 @@ use super::staging::Staging;
 use super::{Gpu, GpuInfo};
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
-use crate::groth16::{Assignment, Backend, G1Query, ProveError, StageTime, WitnessSums};
+use crate::groth16::{Assignment, Backend, G1Query, G1Sums, ProveError, StageTime, WitnessSums};
 use crate::srs::Srs;
 
 /// The loaded kernels, indexed by [`Kernel`].
@@ -78,7 +78,10 @@ pub(super) fn grid(threads: usize, block: u32) -> LaunchConfig {
 
 pub struct GpuBackend {
     pub(super) info: GpuInfo,
+    /// Where kernels run, and every buffer is allocated and freed.
     pub(super) stream: Arc<CudaStream>,
+    /// Where uploads that overlap the kernels run (ordered against `stream` by events).
+    pub(super) copy: Arc<CudaStream>,
     pub(super) kernels: Kernels,
     /// One call's device work at a time.
     busy: Mutex<()>,
@@ -173,6 +176,7 @@ impl GpuBackend {
         Ok(GpuBackend {
             info: gpu.info.clone(),
             stream: gpu.ctx.new_stream()?,
+            copy: gpu.ctx.new_stream()?,
             kernels: Kernels::load(&module)?,
             busy: Mutex::new(()),
             busy_ns: AtomicU64::new(0),
@@ -234,24 +238,54 @@ impl GpuBackend {
     }
 
     /// A device buffer of `len_words` words starting with `host` (zeros after it), copied
-    /// through the page-locked staging halves.
+    /// through the page-locked staging halves on the compute stream.
     pub(super) fn upload<T: Words>(
         &self,
         host: &[T],
         len_words: usize,
     ) -> Result<CudaSlice<u32>, DriverError> {
         let words = words(host);
-        let mut dev = if words.len() == len_words {
-            // SAFETY: fully overwritten by the copy below.
-            unsafe { self.stream.alloc::<u32>(len_words) }?
-        } else {
-            self.stream.alloc_zeros::<u32>(len_words)?
-        };
-        if !words.is_empty() {
-            let (at, _ordered) = dev.device_ptr_mut(&self.stream);
-            lock(&self.staging).htod(&self.stream, words, at)?;
-        }
+        let mut dev = self.device_for(words.len(), len_words)?;
+        self.stage(&self.stream, words, &mut dev)?;
         Ok(dev)
+    }
+
+    /// A device buffer of `len_words` words for an upload of `host_words`: zeros past them.
+    pub(super) fn device_for(
+        &self,
+        host_words: usize,
+        len_words: usize,
+    ) -> Result<CudaSlice<u32>, DriverError> {
+        if host_words == len_words {
+            // SAFETY: fully overwritten by the upload it is made for.
+            unsafe { self.stream.alloc::<u32>(len_words) }
+        } else {
+            self.stream.alloc_zeros::<u32>(len_words)
+        }
+    }
+
+    /// `host` into the start of `dev` on the copy stream, which must already wait for `dev`'s
+    /// allocation; the compute stream waits for an event recorded after it before reading.
+    pub(super) fn upload_on_copy<T: Words>(
+        &self,
+        host: &[T],
+        dev: &mut CudaSlice<u32>,
+    ) -> Result<(), DriverError> {
+        self.stage(&self.copy, words(host), dev)
+    }
+
+    fn stage(
+        &self,
+        stream: &CudaStream,
+        words: &[u32],
+        dev: &mut CudaSlice<u32>,
+    ) -> Result<(), DriverError> {
+        assert!(dev.len() >= words.len(), "an upload larger than its buffer");
+        if words.is_empty() {
+            return Ok(());
+        }
+        let (at, _ordered) = dev.device_ptr_mut(stream);
+        lock(&self.staging).htod(stream, words, at)
     }
 }
 
@@ -306,6 +340,18 @@ impl Backend for GpuBackend {
         scalars: &[Scalar],
     ) -> Result<(G1Projective, MsmStats), ProveError> {
         self.msm_on_device(query.bases(srs), Some((srs.id, query.name())), scalars)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn g1_sums(
+        &self,
+        srs: &Srs,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        w: Assignment<'_>,
+    ) -> Result<G1Sums, ProveError> {
+        self.g1_on_device(srs, [a, b, c], w)
             .map_err(|e| e.on(&self.info))
     }
 

@@ -109,27 +109,21 @@ impl GpuBackend {
     }
 
     /// h over the smallest power-of-two domain of more than one point holding a, b and c
-    /// (checked by the callers), on the device: uploads, seven NTTs, the pointwise step. h's
-    /// 2^log_n coefficients are left in bit-reversed order, the last (position 2^log_n - 1
-    /// either way) zero. The caller holds the device and has made room.
-    fn h_kernels(
+    /// (checked by the callers), on the device: seven NTTs and the pointwise step, each vector's
+    /// transforms queued as soon as its upload (on the copy stream) is, so the next vector's
+    /// host copy and transfer run beside them. `then` runs once everything is queued, while the
+    /// device works (a caller's next upload). h's 2^log_n coefficients are left in bit-reversed
+    /// order, the last (position 2^log_n - 1 either way) zero. The caller holds the device and
+    /// has made room.
+    pub(super) fn h_kernels<T>(
         &self,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        abc: [Vec<Scalar>; 3],
         log_n: u32,
-    ) -> Result<CudaSlice<u32>, GpuError> {
+        then: impl FnOnce() -> Result<T, GpuError>,
+    ) -> Result<(CudaSlice<u32>, T), GpuError> {
         let n = 1usize << log_n;
         let clock = Instant::now();
-        let bytes = (3 * a.len() * 32) as u64;
-        let mut da = self.upload(&a, n * 8)?;
-        drop(a);
-        let mut db = self.upload(&b, n * 8)?;
-        drop(b);
-        let mut dc = self.upload(&c, n * 8)?;
-        drop(c);
-        let clock = self.record(format!("h.upload (2^{log_n})"), clock, bytes)?;
-
+        let bytes = (3 * abc[0].len() * 32) as u64;
         let omega = root_of_unity(log_n);
         let omega_inv = omega.invert().expect("non-zero");
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
@@ -144,22 +138,38 @@ impl GpuBackend {
             .expect("g is not in the domain, so Z(g) != 0");
         let dz = self.stream.clone_htod(words(&[z_inv]))?;
         let n32 = n as u32;
-        for v in [&mut da, &mut db, &mut dc] {
+        let mut bufs = Vec::with_capacity(3);
+        for v in abc.iter() {
+            bufs.push(self.device_for(v.len(), n * 8)?);
+        }
+        // Every upload below may start now: its buffer exists, nothing else waits.
+        self.copy.join(&self.stream)?;
+        for (v, host) in bufs.iter_mut().zip(abc) {
+            self.upload_on_copy(&host, v)?;
+            self.stream.wait(&self.copy.record_event(None)?)?;
+            // Freed while the device transforms (a large free takes milliseconds).
+            drop(host);
             // Coefficients (bit-reversed), onto the coset, evaluations there (natural).
             self.ntt_in_place(v, log_n, &inv, Order::Dif)?;
             self.scale(v, n32, log_n, &coset)?;
             self.ntt_in_place(v, log_n, &fwd, Order::Dit)?;
         }
+        let [mut da, db, dc]: [CudaSlice<u32>; 3] = bufs.try_into().expect("three vectors");
         launch!(self, Kernel::HPointwise, n, 256; &mut da, &db, &dc, &n32, &dz);
         drop((db, dc));
         self.ntt_in_place(&mut da, log_n, &inv, Order::Dif)?;
         self.scale(&mut da, n32, log_n, &uncoset)?;
-        self.record(format!("h.kernels (7 NTTs of 2^{log_n})"), clock, 0)?;
-        Ok(da)
+        let after = then()?;
+        self.record(
+            format!("h.uploads and kernels (3 x 2^{log_n}, 7 NTTs)"),
+            clock,
+            bytes,
+        )?;
+        Ok((da, after))
     }
 
     /// The log2 of h's domain for evaluations of `len` points.
-    fn h_domain(len: usize) -> Result<u32, GpuError> {
+    pub(super) fn h_domain(len: usize) -> Result<u32, GpuError> {
         let log_n = len.max(1).next_power_of_two().trailing_zeros();
         if log_n > Scalar::S {
             return Err(GpuError::Domain(DomainTooLarge { log_n }));
@@ -181,7 +191,7 @@ impl GpuBackend {
         }
         let _busy = self.occupy();
         self.room_for_call(h_working_bytes(n), None)?;
-        let mut h = self.h_kernels(a, b, c, log_n)?;
+        let (mut h, ()) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
         let clock = Instant::now();
         launch!(self, Kernel::BitReverse, n, 256; &mut h, &log_n);
         let mut out = vec![Scalar::ZERO; n - 1];
@@ -225,7 +235,7 @@ impl GpuBackend {
         let start = Instant::now();
         let working = h_working_bytes(n) + msm_working_bytes::<G1Projective>(n - 1, true);
         let db = self.call_bases::<G1Projective>(bases, n - 1, key, working)?;
-        let h = self.h_kernels(a, b, c, log_n)?;
+        let (h, ()) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
         // h's time is the device's: wait for it (one wait a proof).
         self.stream.synchronize()?;
         let h_took = start.elapsed();

@@ -5,86 +5,156 @@
 
 use std::time::Instant;
 
-use blstrs::G1Projective;
-use cudarc::driver::{CudaSlice, CudaViewMut};
+use blstrs::{G1Projective, Scalar};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaViewMut};
 use group::Group;
 
 use super::backend::{launch, GpuBackend, GpuError};
 use super::kernels::Kernel;
 use super::msm::{msm_working_bytes, DeviceScalars};
-use crate::groth16::{Assignment, G1Query, QuerySum, WitnessSums};
+use super::ntt::h_working_bytes;
+use crate::groth16::{Assignment, G1Query, G1Sums, QuerySum, WitnessSums};
 use crate::srs::Srs;
 use crate::synth::Density;
 
 impl GpuBackend {
+    /// L, A and B in G1 over `w`: the assignment uploaded, then [`GpuBackend::witness_kernels`].
     pub(super) fn witness_msms_on_device(
         &self,
         srs: &Srs,
         w: Assignment<'_>,
     ) -> Result<WitnessSums, GpuError> {
-        let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
-        let (a_len, b_len) = w.query_lengths();
-        for (what, density, of) in [
-            ("A's aux density", w.a_aux_density, n_aux),
-            ("B's aux density", w.b_aux_density, n_aux),
-            ("B's input density", w.b_input_density, n_in),
-        ] {
-            if density.len() != of {
-                return Err(GpuError::Shape(format!(
-                    "{what} has {} bits for {of} values",
-                    density.len()
-                )));
-            }
-        }
-        for (query, len) in [
-            (G1Query::L, n_aux),
-            (G1Query::A, a_len),
-            (G1Query::BG1, b_len),
-        ] {
-            if query.bases(srs).len() < len {
-                return Err(GpuError::Shape(format!(
-                    "{} bases for the {} query's {len} scalars",
-                    query.bases(srs).len(),
-                    query.name()
-                )));
-            }
+        check_assignment(srs, &w)?;
+        let _busy = self.occupy();
+        let start = Instant::now();
+        self.room_for_call(witness_working_bytes(&w), None)?;
+        let mut on_device = self.assignment_buffers(&w)?;
+        self.copy.join(&self.stream)?;
+        let uploaded = self.upload_assignment(&w, &mut on_device)?;
+        self.stream.wait(&uploaded)?;
+        let clock = self.record(assignment_label(&w), start, assignment_bytes(&w))?;
+        self.witness_kernels(srs, &w, &on_device, start, clock)
+    }
+
+    /// Every G1 sum of a proof: h from a, b and c into its MSM over H, and the witness's
+    /// queries. The assignment's upload runs on the copy stream while h is transformed, so
+    /// only the first of a, b, c waits for its transfer.
+    pub(super) fn g1_on_device(
+        &self,
+        srs: &Srs,
+        abc: [Vec<Scalar>; 3],
+        w: Assignment<'_>,
+    ) -> Result<G1Sums, GpuError> {
+        check_assignment(srs, &w)?;
+        let log_n = Self::h_domain(abc[0].len())?;
+        let n = 1usize << log_n;
+        if n == 1 || srs.h.len() < n - 1 {
+            // No h to speak of, or bases that do not fit it: the two parts apart say which.
+            let start = Instant::now();
+            let [a, b, c] = abc;
+            let (h, _, h_took) = self.h_msm_on_device(&srs.h, Some((srs.id, "h")), a, b, c)?;
+            let msm_h_took = start.elapsed().saturating_sub(h_took);
+            let witness = self.witness_msms_on_device(srs, w)?;
+            return Ok(G1Sums {
+                h,
+                h_took,
+                msm_h_took,
+                witness,
+            });
         }
         let _busy = self.occupy();
         let start = Instant::now();
-        // The assignment, one gathered query, and the largest MSM's own memory.
-        let working = (n_in + n_aux + a_len.max(b_len)) * 32
-            + msm_working_bytes::<G1Projective>(n_aux.max(a_len).max(b_len), true);
-        self.room_for_call(working, None)?;
-        let aux = self.upload(w.aux, n_aux * 8)?;
-        let inputs = self.upload(w.inputs, n_in * 8)?;
-        let clock = self.record(
-            format!("assignment.upload ({n_aux} aux, {n_in} inputs)"),
-            start,
-            ((n_in + n_aux) * 32) as u64,
+        let working = h_working_bytes(n)
+            + msm_working_bytes::<G1Projective>(n - 1, true)
+            + witness_working_bytes(&w);
+        let h_bases = self.call_bases::<G1Projective>(
+            &srs.h,
+            n - 1,
+            Some((srs.id, G1Query::H.name())),
+            working,
         )?;
+        let mut on_device = self.assignment_buffers(&w)?;
+        let (h, uploaded) =
+            self.h_kernels(abc, log_n, || self.upload_assignment(&w, &mut on_device))?;
+        self.stream.synchronize()?;
+        let h_took = start.elapsed();
+        let scalars = DeviceScalars {
+            buf: &h,
+            positions: n,
+            points: n - 1,
+            rev_bits: log_n,
+        };
+        let label = format!("msm_g1 h ({} points)", n - 1);
+        let clock = Instant::now();
+        let (h_sum, _) = self.msm_kernels::<G1Projective>(&h_bases, scalars, &label, clock)?;
+        let msm_h_took = clock.elapsed();
+        drop((h, h_bases));
+        self.stream.wait(&uploaded)?;
+        let start = Instant::now();
+        let witness = self.witness_kernels(srs, &w, &on_device, start, start)?;
+        Ok(G1Sums {
+            h: h_sum,
+            h_took,
+            msm_h_took,
+            witness,
+        })
+    }
 
-        let l = self.query_msm(srs, G1Query::L, &aux, n_aux, start, clock, working)?;
+    /// Device buffers for the assignment's aux values and inputs.
+    fn assignment_buffers(&self, w: &Assignment<'_>) -> Result<OnDevice, GpuError> {
+        let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
+        Ok(OnDevice {
+            aux: self.device_for(n_aux * 8, n_aux * 8)?,
+            inputs: self.device_for(n_in * 8, n_in * 8)?,
+        })
+    }
+
+    /// The assignment into `to` on the copy stream (which already waits for `to`'s
+    /// allocation); the event fires when it is there.
+    fn upload_assignment(
+        &self,
+        w: &Assignment<'_>,
+        to: &mut OnDevice,
+    ) -> Result<CudaEvent, GpuError> {
+        self.upload_on_copy(w.aux, &mut to.aux)?;
+        self.upload_on_copy(w.inputs, &mut to.inputs)?;
+        Ok(self.copy.record_event(None)?)
+    }
+
+    /// L, A and B in G1 over the assignment on the device: L over the aux values as they are,
+    /// A's and B's scalars gathered by density. The caller holds the device and has made room.
+    fn witness_kernels(
+        &self,
+        srs: &Srs,
+        w: &Assignment<'_>,
+        on_device: &OnDevice,
+        start: Instant,
+        clock: Instant,
+    ) -> Result<WitnessSums, GpuError> {
+        let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
+        let (a_len, b_len) = w.query_lengths();
+        let OnDevice { aux, inputs } = on_device;
+        let l = self.query_msm(srs, G1Query::L, aux, n_aux, start, clock)?;
 
         let start = Instant::now();
         let mut a = self.stream.alloc_zeros::<u32>(a_len.max(1) * 8)?;
         if n_in > 0 {
             self.stream
-                .memcpy_dtod(&inputs, &mut a.slice_mut(0..n_in * 8))?;
+                .memcpy_dtod(inputs, &mut a.slice_mut(0..n_in * 8))?;
         }
-        self.gather(&aux, w.a_aux_density, &mut a.slice_mut(n_in * 8..))?;
-        let a = self.query_msm(srs, G1Query::A, &a, a_len, start, start, working)?;
+        self.gather(aux, w.a_aux_density, &mut a.slice_mut(n_in * 8..))?;
+        let a = self.query_msm(srs, G1Query::A, &a, a_len, start, start)?;
 
         let start = Instant::now();
         let mut b = self.stream.alloc_zeros::<u32>(b_len.max(1) * 8)?;
         let b_in = w.b_input_density.count();
-        self.gather(&inputs, w.b_input_density, &mut b.slice_mut(0..b_in * 8))?;
-        self.gather(&aux, w.b_aux_density, &mut b.slice_mut(b_in * 8..))?;
-        let b_g1 = self.query_msm(srs, G1Query::BG1, &b, b_len, start, start, working)?;
+        self.gather(inputs, w.b_input_density, &mut b.slice_mut(0..b_in * 8))?;
+        self.gather(aux, w.b_aux_density, &mut b.slice_mut(b_in * 8..))?;
+        let b_g1 = self.query_msm(srs, G1Query::BG1, &b, b_len, start, start)?;
         Ok(WitnessSums { l, a, b_g1 })
     }
 
     /// Σ scalars[..len]·bases over `query`, its bases resident; its time counts from `since`.
-    #[allow(clippy::too_many_arguments)]
     fn query_msm(
         &self,
         srs: &Srs,
@@ -93,7 +163,6 @@ impl GpuBackend {
         len: usize,
         since: Instant,
         clock: Instant,
-        working: usize,
     ) -> Result<QuerySum, GpuError> {
         if len == 0 {
             return Ok(QuerySum {
@@ -106,7 +175,8 @@ impl GpuBackend {
             query.bases(srs),
             len,
             Some((srs.id, query.name())),
-            working,
+            // Room for the witness's working memory was made with the call's.
+            0,
         )?;
         let label = format!("msm_g1 {} ({len} points)", query.name());
         let scalars = DeviceScalars {
@@ -146,6 +216,65 @@ impl GpuBackend {
         launch!(self, Kernel::DensityGather, len, 256; src, &len32, &bits, &before, &mut *dst);
         Ok(())
     }
+}
+
+/// The assignment's aux values and inputs on the device.
+struct OnDevice {
+    aux: CudaSlice<u32>,
+    inputs: CudaSlice<u32>,
+}
+
+/// Densities as long as what they select from, and bases for every query's scalars.
+fn check_assignment(srs: &Srs, w: &Assignment<'_>) -> Result<(), GpuError> {
+    let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
+    let (a_len, b_len) = w.query_lengths();
+    for (what, density, of) in [
+        ("A's aux density", w.a_aux_density, n_aux),
+        ("B's aux density", w.b_aux_density, n_aux),
+        ("B's input density", w.b_input_density, n_in),
+    ] {
+        if density.len() != of {
+            return Err(GpuError::Shape(format!(
+                "{what} has {} bits for {of} values",
+                density.len()
+            )));
+        }
+    }
+    for (query, len) in [
+        (G1Query::L, n_aux),
+        (G1Query::A, a_len),
+        (G1Query::BG1, b_len),
+    ] {
+        if query.bases(srs).len() < len {
+            return Err(GpuError::Shape(format!(
+                "{} bases for the {} query's {len} scalars",
+                query.bases(srs).len(),
+                query.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Device bytes of the witness's queries: the assignment, one gathered query at a time, and
+/// the largest MSM's own memory.
+fn witness_working_bytes(w: &Assignment<'_>) -> usize {
+    let (a_len, b_len) = w.query_lengths();
+    let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
+    (n_in + n_aux + a_len.max(b_len)) * 32
+        + msm_working_bytes::<G1Projective>(n_aux.max(a_len).max(b_len), true)
+}
+
+fn assignment_bytes(w: &Assignment<'_>) -> u64 {
+    ((w.inputs.len() + w.aux.len()) * 32) as u64
+}
+
+fn assignment_label(w: &Assignment<'_>) -> String {
+    format!(
+        "assignment.upload ({} aux, {} inputs)",
+        w.aux.len(),
+        w.inputs.len()
+    )
 }
 
 /// A density's bits as 32-bit words: bit i is bit i % 32 of word i / 32 (the u64 words split,

@@ -129,6 +129,17 @@ pub struct WitnessSums {
     pub b_g1: QuerySum,
 }
 
+/// Every G1 sum of a proof: Σ h·[H]₁ with h from a, b and c, and the witness's queries.
+#[derive(Clone, Debug)]
+pub struct G1Sums {
+    pub h: G1Projective,
+    /// h itself (its NTTs; on a device, with the transfers they wait for).
+    pub h_took: Duration,
+    /// The MSM of h over H.
+    pub msm_h_took: Duration,
+    pub witness: WitnessSums,
+}
+
 /// The heavy arithmetic of a proof. Implementations must be exact: the proof they help make is
 /// checked byte for byte against bellperson's.
 pub trait Backend: Send + Sync {
@@ -189,6 +200,28 @@ pub trait Backend: Send + Sync {
         scalars: &[Scalar],
     ) -> Result<(G1Projective, MsmStats), ProveError> {
         self.msm_g1(query.bases(srs), scalars)
+    }
+
+    /// [`G1Sums`]: [`Backend::h_msm`] then [`Backend::witness_msms_g1`] by default; a device
+    /// backend overlaps the assignment's transfer with h.
+    fn g1_sums(
+        &self,
+        srs: &Srs,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        w: Assignment<'_>,
+    ) -> Result<G1Sums, ProveError> {
+        let clock = Instant::now();
+        let (h, h_took) = self.h_msm(srs, a, b, c)?;
+        let msm_h_took = clock.elapsed().saturating_sub(h_took);
+        let witness = self.witness_msms_g1(srs, w)?;
+        Ok(G1Sums {
+            h,
+            h_took,
+            msm_h_took,
+            witness,
+        })
     }
 
     /// L, A and B in G1 over `w` ([`Assignment`]). By default each query's scalars are

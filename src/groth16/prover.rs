@@ -107,11 +107,6 @@ pub fn prove_start(
         b_aux_density,
     } = synth;
 
-    let clock = Instant::now();
-    let (h_sum, h_took) = backend.h_msm(srs, a, b, c)?;
-    t.h_ntt = h_took;
-    t.msm_h = clock.elapsed().saturating_sub(h_took);
-
     let w = Assignment {
         inputs: &inputs,
         aux: &aux,
@@ -119,21 +114,32 @@ pub fn prove_start(
         b_input_density: &b_input_density,
         b_aux_density: &b_aux_density,
     };
-    let sums = backend.witness_msms_g1(srs, w)?;
-    (t.msm_l, t.l_scalars) = (sums.l.took, sums.l.stats);
-    (t.msm_a, t.a_scalars) = (sums.a.took, sums.a.stats);
-    (t.msm_b_g1, t.b_scalars) = (sums.b_g1.took, sums.b_g1.stats);
-    // B in G2 is left for the finish: only its scalars are kept.
-    let b_scalars = w.b_scalars();
+    // B's scalars, kept for the finish (B in G2), are gathered on another core meanwhile.
+    let (sums, b_scalars) = std::thread::scope(|scope| {
+        let b_scalars = scope.spawn(|| w.b_scalars());
+        let sums = backend.g1_sums(srs, a, b, c, w);
+        (
+            sums,
+            b_scalars
+                .join()
+                .expect("gathering B's scalars does not panic"),
+        )
+    });
+    let sums = sums?;
+    (t.h_ntt, t.msm_h) = (sums.h_took, sums.msm_h_took);
+    let (h_sum, witness) = (sums.h, sums.witness);
+    (t.msm_l, t.l_scalars) = (witness.l.took, witness.l.stats);
+    (t.msm_a, t.a_scalars) = (witness.a.took, witness.a.stats);
+    (t.msm_b_g1, t.b_scalars) = (witness.b_g1.took, witness.b_g1.stats);
     drop((inputs, aux));
     t.total = start.elapsed();
     Ok(Started {
         r,
         s,
         h_sum,
-        l_sum: sums.l.sum,
-        a_sum: sums.a.sum,
-        b_g1_sum: sums.b_g1.sum,
+        l_sum: witness.l.sum,
+        a_sum: witness.a.sum,
+        b_g1_sum: witness.b_g1.sum,
         b_scalars,
         timings: t,
     })
