@@ -144,22 +144,25 @@ impl GpuBackend {
         }
         // Every upload below may start now: its buffer exists, nothing else waits.
         self.copy.join(&self.stream)?;
-        for (v, host) in bufs.iter_mut().zip(abc) {
-            self.upload_on_copy(&host, v)?;
-            self.stream.wait(&self.copy.record_event(None)?)?;
-            // Freed while the device transforms (a large free takes milliseconds).
-            drop(host);
-            // Coefficients (bit-reversed), onto the coset, evaluations there (natural).
-            self.ntt_in_place(v, log_n, &inv, Order::Dif)?;
-            self.scale(v, n32, log_n, &coset)?;
-            self.ntt_in_place(v, log_n, &fwd, Order::Dit)?;
-        }
-        let [mut da, db, dc]: [CudaSlice<u32>; 3] = bufs.try_into().expect("three vectors");
-        launch!(self, Kernel::HPointwise, n, 256; &mut da, &db, &dc, &n32, &dz);
-        drop((db, dc));
-        self.ntt_in_place(&mut da, log_n, &inv, Order::Dif)?;
-        self.scale(&mut da, n32, log_n, &uncoset)?;
-        let after = then()?;
+        // Each host vector is freed on a thread of its own once it is staged (returning a
+        // large allocation takes milliseconds), joined before the call returns.
+        let (da, after) = std::thread::scope(|frees| {
+            for (v, host) in bufs.iter_mut().zip(abc) {
+                self.upload_on_copy(&host, v)?;
+                self.stream.wait(&self.copy.record_event(None)?)?;
+                frees.spawn(move || drop(host));
+                // Coefficients (bit-reversed), onto the coset, evaluations there (natural).
+                self.ntt_in_place(v, log_n, &inv, Order::Dif)?;
+                self.scale(v, n32, log_n, &coset)?;
+                self.ntt_in_place(v, log_n, &fwd, Order::Dit)?;
+            }
+            let [mut da, db, dc]: [CudaSlice<u32>; 3] = bufs.try_into().expect("three vectors");
+            launch!(self, Kernel::HPointwise, n, 256; &mut da, &db, &dc, &n32, &dz);
+            drop((db, dc));
+            self.ntt_in_place(&mut da, log_n, &inv, Order::Dif)?;
+            self.scale(&mut da, n32, log_n, &uncoset)?;
+            Ok::<_, GpuError>((da, then()?))
+        })?;
         self.record(
             format!("h.uploads and kernels (3 x 2^{log_n}, 7 NTTs)"),
             clock,

@@ -12,8 +12,9 @@ use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverErro
 /// Words of one pinned half (32 MiB): large enough that a transfer runs at full speed, small
 /// enough that the first chunk's host copy delays little.
 pub(super) const STAGE_WORDS: usize = 8 << 20;
-/// Host threads filling a half: a few cores' copy bandwidth keeps up with the link.
-const COPY_THREADS: usize = 4;
+/// Host threads filling a half: one core copies a few GB/s from memory to memory, the link
+/// carries tens.
+const COPY_THREADS: usize = 8;
 /// Below this many words a chunk is copied by the calling thread alone.
 const SPLIT_WORDS: usize = 256 << 10;
 
