@@ -6,13 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 
 use crate::config::Settings;
 use crate::engine::{Concurrency, Engine, Limits, ProverSlots, Proving};
 use crate::groth16::Backend;
 use crate::jobs::JobStore;
-use crate::memory::{Admission, Budget, System};
+use crate::memory::{Admission, Budget, Hold, Purpose, System};
 use crate::metrics::Metrics;
 use crate::pce::PceStore;
 use crate::systemd::Notifier;
@@ -27,6 +27,8 @@ pub struct Appliance {
     pub slots: Arc<ProverSlots>,
     /// The backends behind the slots: each GPU, or the CPU.
     pub backends: Vec<Arc<dyn Backend>>,
+    /// The budget's share for the backends' page-locked memory, returned when they go.
+    _locked: Option<Hold>,
 }
 
 /// What SIGHUP may change in a running engine.
@@ -77,6 +79,17 @@ pub fn assemble(
         "concurrency (0 in proving.workers/depth: derived)"
     );
     let admission = Admission::new(budget.total_bytes, concurrency.depth);
+    // What the backends keep page-locked counts against the budget for as long as they run.
+    let locked: u64 = provers.backends.iter().map(|b| b.locked_bytes()).sum();
+    let locked = match locked {
+        0 => None,
+        bytes => Some(admission.try_hold(Purpose::Locked, bytes).ok_or_else(|| {
+            anyhow!(
+                "the memory budget ({} bytes) cannot hold the {bytes} bytes the GPUs keep page-locked",
+                budget.total_bytes
+            )
+        })?),
+    };
     let slots = ProverSlots::new(slot_count);
     let pce = if settings.pce {
         Some(Arc::new(PceStore::open(&settings.pce_dir)?))
@@ -107,5 +120,6 @@ pub fn assemble(
         concurrency,
         slots,
         backends,
+        _locked: locked,
     })
 }

@@ -96,6 +96,8 @@ pub struct GpuBackend {
     pub(super) pool: Pool,
     /// Page-locked halves every upload goes through.
     staging: Mutex<Staging>,
+    /// Their size.
+    locked_bytes: u64,
 }
 
 /// The device's memory pool, where every buffer of ours comes from (cudarc allocates on the
@@ -185,6 +187,7 @@ impl GpuBackend {
             resident: Mutex::new(Resident::default()),
             keep_bases: AtomicBool::new(true),
             pool: Pool::keeping(gpu)?,
+            locked_bytes: staging.locked_bytes() as u64,
             staging: Mutex::new(staging),
         })
     }
@@ -378,6 +381,10 @@ impl Backend for GpuBackend {
         if !on {
             lock(&self.resident).clear();
         }
+    }
+
+    fn locked_bytes(&self) -> u64 {
+        self.locked_bytes
     }
 
     fn device_busy(&self) -> Option<Duration> {

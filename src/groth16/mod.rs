@@ -266,6 +266,12 @@ pub trait Backend: Send + Sync {
     /// only to measure the difference).
     fn keep_bases(&self, _on: bool) {}
 
+    /// Host bytes this backend keeps page-locked while it exists (a GPU's upload staging):
+    /// part of the memory budget.
+    fn locked_bytes(&self) -> u64 {
+        0
+    }
+
     /// How long the device has been doing this backend's work since it started; None on the
     /// CPU, which has no device to keep busy.
     fn device_busy(&self) -> Option<Duration> {

@@ -34,16 +34,25 @@ pub enum Purpose {
     Pce,
     /// A PCE being recorded.
     PceExtraction,
+    /// Host memory the backends keep page-locked for as long as they run (a GPU's upload
+    /// staging).
+    Locked,
 }
 
 impl Purpose {
-    pub const ALL: [Purpose; 3] = [Purpose::Parameters, Purpose::Pce, Purpose::PceExtraction];
+    pub const ALL: [Purpose; 4] = [
+        Purpose::Parameters,
+        Purpose::Pce,
+        Purpose::PceExtraction,
+        Purpose::Locked,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Purpose::Parameters => "parameters",
             Purpose::Pce => "pce",
             Purpose::PceExtraction => "pce-extraction",
+            Purpose::Locked => "locked",
         }
     }
 }
@@ -463,5 +472,16 @@ mod tests {
         let s = a.snapshot();
         assert_eq!((s.reserved_bytes, s.held_bytes), (0, 0));
         assert!(s.held.iter().all(|h| h.bytes == 0));
+    }
+
+    #[test]
+    fn page_locked_memory_is_budget_the_rest_cannot_have() {
+        let a = Admission::new(100, 2);
+        let locked = a.try_hold(Purpose::Locked, 30).unwrap();
+        assert_eq!(held(&a, Purpose::Locked), 30);
+        assert!(a.try_hold(Purpose::Pce, 71).is_none());
+        let pce = a.try_hold(Purpose::Pce, 70).unwrap();
+        drop((pce, locked));
+        assert_eq!(a.snapshot().held_bytes, 0);
     }
 }
