@@ -477,11 +477,16 @@ mod tests {
     #[test]
     fn page_locked_memory_is_budget_the_rest_cannot_have() {
         let a = Admission::new(100, 2);
+        let no = AtomicBool::new(false);
         let locked = a.try_hold(Purpose::Locked, 30).unwrap();
         assert_eq!(held(&a, Purpose::Locked), 30);
-        assert!(a.try_hold(Purpose::Pce, 71).is_none());
-        let pce = a.try_hold(Purpose::Pce, 70).unwrap();
-        drop((pce, locked));
-        assert_eq!(a.snapshot().held_bytes, 0);
+        // Partitions get the budget less the locked bytes, and nothing beyond it.
+        let part = a.admit(0, 70, &no).unwrap();
+        assert!(a.try_hold(Purpose::Pce, 1).is_none());
+        let s = a.snapshot();
+        assert_eq!((s.reserved_bytes, s.held_bytes), (70, 30));
+        drop((part, locked));
+        let s = a.snapshot();
+        assert_eq!((s.reserved_bytes, s.held_bytes), (0, 0));
     }
 }
