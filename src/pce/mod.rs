@@ -23,7 +23,7 @@ use ff::Field;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::synth::{Density, SynthesizedProof};
+use crate::synth::{CompactWitness, Density, SynthesizedProof};
 
 /// Column tag of public inputs; other columns are aux variables.
 pub(crate) const INPUT_COLUMN: u32 = 1 << 31;
@@ -189,7 +189,23 @@ impl Pce {
         &self,
         circuit: C,
     ) -> Result<(Vec<Scalar>, Vec<Scalar>), PceError> {
-        let mut cs = WitnessSystem::with_capacity(self.shape);
+        self.witness_into(circuit)
+    }
+
+    /// The witness of `circuit` with its aux values kept as they are allocated, 0 and 1 as
+    /// 2-bit codes ([`CompactWitness`]).
+    pub fn compact_witness<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+    ) -> Result<(Vec<Scalar>, CompactWitness), PceError> {
+        self.witness_into(circuit)
+    }
+
+    fn witness_into<C: Circuit<Scalar>, S: AuxValues>(
+        &self,
+        circuit: C,
+    ) -> Result<(Vec<Scalar>, S), PceError> {
+        let mut cs = WitnessSystem::<S>::with_capacity(self.shape);
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut cs)?;
         // The recorded rows are the circuit's plus one per input.
@@ -309,33 +325,71 @@ fn row(
     acc
 }
 
+/// Where a witness system keeps its aux values: 32 bytes each, or compact.
+trait AuxValues: Send + Sized {
+    fn with_capacity(len: usize) -> Self;
+    fn push(&mut self, value: Scalar);
+    fn len(&self) -> usize;
+    fn extend_from(&mut self, other: &Self);
+}
+
+impl AuxValues for Vec<Scalar> {
+    fn with_capacity(len: usize) -> Self {
+        Vec::with_capacity(len)
+    }
+    fn push(&mut self, value: Scalar) {
+        Vec::push(self, value)
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn extend_from(&mut self, other: &Self) {
+        self.extend_from_slice(other)
+    }
+}
+
+impl AuxValues for CompactWitness {
+    fn with_capacity(len: usize) -> Self {
+        CompactWitness::with_capacity(len)
+    }
+    fn push(&mut self, value: Scalar) {
+        CompactWitness::push(self, value)
+    }
+    fn len(&self) -> usize {
+        CompactWitness::len(self)
+    }
+    fn extend_from(&mut self, other: &Self) {
+        CompactWitness::extend_from(self, other)
+    }
+}
+
 /// A constraint system that computes the witness and nothing else: `enforce` does not even
 /// build its linear combinations.
-struct WitnessSystem {
+struct WitnessSystem<S> {
     inputs: Vec<Scalar>,
-    aux: Vec<Scalar>,
+    aux: S,
     /// `enforce` calls, counted: the cheap check that the PCE has the circuit's rows.
     enforced: usize,
 }
 
-impl WitnessSystem {
+impl<S: AuxValues> WitnessSystem<S> {
     /// Room for the whole witness up front: no reallocation (and no doubled peak) as it grows.
     fn with_capacity(shape: Shape) -> Self {
         WitnessSystem {
             inputs: Vec::with_capacity(shape.inputs),
-            aux: Vec::with_capacity(shape.aux),
+            aux: S::with_capacity(shape.aux),
             enforced: 0,
         }
     }
 }
 
-impl ConstraintSystem<Scalar> for WitnessSystem {
+impl<S: AuxValues> ConstraintSystem<Scalar> for WitnessSystem<S> {
     type Root = Self;
 
     fn new() -> Self {
         WitnessSystem {
             inputs: Vec::new(),
-            aux: Vec::new(),
+            aux: S::with_capacity(0),
             enforced: 0,
         }
     }
@@ -376,7 +430,7 @@ impl ConstraintSystem<Scalar> for WitnessSystem {
     /// As `synth::ProvingSystem::extend`: the sub-system's ONE is ours.
     fn extend(&mut self, other: &Self) {
         self.inputs.extend_from_slice(&other.inputs[1..]);
-        self.aux.extend_from_slice(&other.aux);
+        self.aux.extend_from(&other.aux);
         self.enforced += other.enforced;
     }
 }
@@ -496,6 +550,29 @@ mod tests {
             (2..10).contains(&distinct),
             "{distinct} distinct coefficients"
         );
+    }
+
+    #[test]
+    fn the_compact_witness_is_the_witness() {
+        let parts = |seed: u64| {
+            Extended(
+                (0..3)
+                    .map(|i| SyntheticCircuit::new(i as usize + 1, 300 + i as usize, seed + i))
+                    .collect(),
+            )
+        };
+        let pce = record(parts(50)).unwrap();
+        let (inputs, aux) = pce.witness(parts(9)).unwrap();
+        let (compact_inputs, compact) = pce.compact_witness(parts(9)).unwrap();
+        assert_eq!(compact_inputs, inputs);
+        assert_eq!(compact.len(), aux.len());
+        assert_eq!(compact.expand(), aux);
+        let single = record(SyntheticCircuit::new(2, 2000, 1)).unwrap();
+        let (_, aux) = single.witness(SyntheticCircuit::new(2, 2000, 4)).unwrap();
+        let (_, compact) = single
+            .compact_witness(SyntheticCircuit::new(2, 2000, 4))
+            .unwrap();
+        assert_eq!(compact.expand(), aux);
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! [`synthetic`] is a circuit of any size for tests and benchmarks that need no Filecoin
 //! parameters.
 
+mod compact;
 mod density;
 pub mod synthetic;
 
+pub use compact::CompactWitness;
 pub use density::Density;
 
 use bellpepper_core::{

@@ -1,0 +1,212 @@
+//! A witness kept as it is allocated: each value's 2-bit code (zero, one, or other) and the
+//! other values listed with their index. Bits are most of a Filecoin witness (a 2 KiB PoRep's
+//! aux values are about half zeros and half ones), so this holds a witness in a few percent of
+//! its 32 bytes a value; a device expands it where the values are needed.
+
+use blstrs::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+/// Codes of a value: 2 bits, 32 a word.
+const ZERO: u64 = 0;
+const ONE: u64 = 1;
+const OTHER: u64 = 2;
+const CODES_PER_WORD: usize = 32;
+
+/// A witness as 2-bit codes plus the values that are neither 0 nor 1 with their indices (in
+/// increasing index order).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompactWitness {
+    codes: Vec<u64>,
+    len: usize,
+    ones: usize,
+    /// Indices of the other values: a witness has fewer than 2^32 values (checked at push).
+    other_index: Vec<u32>,
+    other_value: Vec<Scalar>,
+}
+
+impl CompactWitness {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Room for `len` values, of which a few percent are neither 0 nor 1.
+    pub fn with_capacity(len: usize) -> Self {
+        CompactWitness {
+            codes: Vec::with_capacity(len.div_ceil(CODES_PER_WORD)),
+            other_index: Vec::with_capacity(len / 32),
+            other_value: Vec::with_capacity(len / 32),
+            ..Self::default()
+        }
+    }
+
+    /// Appends one value.
+    ///
+    /// # Panics
+    /// At the 2^32-th value: no circuit we prove comes near (a 32 GiB PoRep partition has
+    /// 1.3·10^8), and the indices are 32-bit for the device.
+    pub fn push(&mut self, value: Scalar) {
+        let index = u32::try_from(self.len).expect("a witness of fewer than 2^32 values");
+        let code = if value == Scalar::ZERO {
+            ZERO
+        } else if value == Scalar::ONE {
+            self.ones += 1;
+            ONE
+        } else {
+            self.other_index.push(index);
+            self.other_value.push(value);
+            OTHER
+        };
+        let slot = self.len % CODES_PER_WORD;
+        if slot == 0 {
+            self.codes.push(0);
+        }
+        *self.codes.last_mut().expect("pushed above") |= code << (2 * slot);
+        self.len += 1;
+    }
+
+    /// Appends every value of `other`.
+    pub fn extend_from(&mut self, other: &CompactWitness) {
+        for i in 0..other.len {
+            self.push(other.get(i));
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn code(&self, index: usize) -> u64 {
+        (self.codes[index / CODES_PER_WORD] >> (2 * (index % CODES_PER_WORD))) & 3
+    }
+
+    /// Value `index` (< len).
+    pub fn get(&self, index: usize) -> Scalar {
+        assert!(
+            index < self.len,
+            "value {index} of a witness of {}",
+            self.len
+        );
+        match self.code(index) {
+            ZERO => Scalar::ZERO,
+            ONE => Scalar::ONE,
+            _ => {
+                let k = self
+                    .other_index
+                    .binary_search(&(index as u32))
+                    .expect("every value coded other is listed");
+                self.other_value[k]
+            }
+        }
+    }
+
+    /// (zeros, ones, others).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let others = self.other_index.len();
+        (self.len - self.ones - others, self.ones, others)
+    }
+
+    /// The 2-bit codes, 32 a word (value i at bits 2(i mod 32) of word i / 32: 0 zero, 1 one,
+    /// 2 other), and the other values with their indices: what a device expands.
+    pub fn parts(&self) -> (&[u64], &[u32], &[Scalar]) {
+        (&self.codes, &self.other_index, &self.other_value)
+    }
+
+    /// The witness as 32-byte values, expanded on every core.
+    pub fn expand(&self) -> Vec<Scalar> {
+        let mut out = vec![Scalar::ZERO; self.len];
+        out.par_chunks_mut(CODES_PER_WORD)
+            .zip(&self.codes)
+            .for_each(|(values, &word)| {
+                for (slot, v) in values.iter_mut().enumerate() {
+                    if (word >> (2 * slot)) & 3 == ONE {
+                        *v = Scalar::ONE;
+                    }
+                }
+            });
+        for (&i, &v) in self.other_index.iter().zip(&self.other_value) {
+            out[i as usize] = v;
+        }
+        out
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.codes.capacity() * 8
+            + self.other_index.capacity() * 4
+            + self.other_value.capacity() * std::mem::size_of::<Scalar>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn mixed(n: usize, seed: u64) -> Vec<Scalar> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| match rng.gen_range(0..100) {
+                0..=50 => Scalar::ZERO,
+                51..=97 => Scalar::ONE,
+                _ => Scalar::random(&mut rng),
+            })
+            .collect()
+    }
+
+    fn compact(values: &[Scalar]) -> CompactWitness {
+        let mut w = CompactWitness::with_capacity(values.len());
+        for &v in values {
+            w.push(v);
+        }
+        w
+    }
+
+    #[test]
+    fn every_value_comes_back_by_index_and_expanded() {
+        for n in [0, 1, 31, 32, 33, 1000, 4099] {
+            let values = mixed(n, n as u64);
+            let w = compact(&values);
+            assert_eq!(w.len(), n);
+            assert_eq!(w.expand(), values, "{n}");
+            for (i, v) in values.iter().enumerate() {
+                assert_eq!(w.get(i), *v, "{n}: value {i}");
+            }
+            let zeros = values.iter().filter(|v| **v == Scalar::ZERO).count();
+            let ones = values.iter().filter(|v| **v == Scalar::ONE).count();
+            assert_eq!(w.counts(), (zeros, ones, n - zeros - ones));
+        }
+    }
+
+    #[test]
+    fn the_codes_are_laid_out_as_documented() {
+        let two = Scalar::from(2u64);
+        let w = compact(&[Scalar::ONE, Scalar::ZERO, two, Scalar::ONE]);
+        let (codes, index, value) = w.parts();
+        assert_eq!(codes, &[0b01_10_00_01]);
+        assert_eq!((index, value), (&[2u32][..], &[two][..]));
+    }
+
+    #[test]
+    fn extending_appends_in_order() {
+        let (x, y) = (mixed(45, 1), mixed(70, 2));
+        let mut w = compact(&x);
+        w.extend_from(&compact(&y));
+        let both: Vec<Scalar> = x.into_iter().chain(y).collect();
+        assert_eq!(w, compact(&both));
+    }
+
+    #[test]
+    fn a_bit_heavy_witness_takes_a_few_percent_of_its_dense_size() {
+        let n = 1 << 16;
+        let w = compact(&mixed(n, 3));
+        let dense = n * std::mem::size_of::<Scalar>();
+        // 2 bits a value and 36 bytes for each of the ~2% others: under 1/10 of 32 bytes a value.
+        assert!(w.heap_bytes() * 10 < dense, "{} of {dense}", w.heap_bytes());
+    }
+}
