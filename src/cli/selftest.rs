@@ -18,7 +18,7 @@ use crate::gpu::kernels::FieldCode;
 use crate::gpu::GpuBackend;
 use crate::groth16::domain::Domain;
 use crate::groth16::msm::{msm, MsmCurve};
-use crate::groth16::{Assignment, Backend, CpuBackend};
+use crate::groth16::{Assignment, Backend, CpuBackend, WitnessSums};
 use crate::synth::Density;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -316,11 +316,8 @@ impl Tester<'_> {
                 let clock = Instant::now();
                 let want = CpuBackend.witness_msms_g1(&srs, w)?;
                 let cpu_s = clock.elapsed().as_secs_f64();
-                let same = [(got.l, want.l), (got.a, want.a), (got.b_g1, want.b_g1)]
-                    .iter()
-                    .all(|(g, w)| g.sum == w.sum && g.stats == w.stats);
                 self.report(
-                    same,
+                    same_sums(&got, &want),
                     format!("queries {n_in} in {n_aux} aux {name}"),
                     gpu_s,
                     cpu_s,
@@ -337,13 +334,8 @@ impl Tester<'_> {
                     let clock = Instant::now();
                     let want = CpuBackend.g1_sums(&srs, a, b, c, w)?;
                     let cpu_s = clock.elapsed().as_secs_f64();
-                    let (g, e) = (&got.witness, &want.witness);
-                    let same = got.h == want.h
-                        && [(&g.l, &e.l), (&g.a, &e.a), (&g.b_g1, &e.b_g1)]
-                            .iter()
-                            .all(|(g, e)| g.sum == e.sum && g.stats == e.stats);
                     self.report(
-                        same,
+                        got.h == want.h && same_sums(&got.witness, &want.witness),
                         format!("g1 sums {n_in} in {n_aux} aux (h beside)"),
                         gpu_s,
                         cpu_s,
@@ -356,6 +348,17 @@ impl Tester<'_> {
         }
         Ok(())
     }
+}
+
+/// The same sums and scalar counts for L, A and B (their times aside).
+fn same_sums(got: &WitnessSums, want: &WitnessSums) -> bool {
+    [
+        (&got.l, &want.l),
+        (&got.a, &want.a),
+        (&got.b_g1, &want.b_g1),
+    ]
+    .iter()
+    .all(|(g, w)| g.sum == w.sum && g.stats == w.stats)
 }
 
 /// `len` bits, each set with probability `percent`/100.

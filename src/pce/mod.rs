@@ -531,15 +531,17 @@ mod tests {
         }
     }
 
+    /// Three synthetic circuits of different shapes, synthesized in sub-systems.
+    fn parts(seed: u64) -> Extended {
+        Extended(
+            (0..3)
+                .map(|i| SyntheticCircuit::new(i as usize + 1, 300 + i as usize, seed + i))
+                .collect(),
+        )
+    }
+
     #[test]
     fn pce_path_equals_full_path_through_extended_subsystems() {
-        let parts = |seed: u64| {
-            Extended(
-                (0..3)
-                    .map(|i| SyntheticCircuit::new(i as usize + 1, 300 + i as usize, seed + i))
-                    .collect(),
-            )
-        };
         let pce = record(parts(50)).unwrap();
         let full = synthesize(parts(7)).unwrap();
         assert_eq!(full.inputs.len(), 1 + 1 + 2 + 3);
@@ -554,13 +556,6 @@ mod tests {
 
     #[test]
     fn the_compact_witness_is_the_witness() {
-        let parts = |seed: u64| {
-            Extended(
-                (0..3)
-                    .map(|i| SyntheticCircuit::new(i as usize + 1, 300 + i as usize, seed + i))
-                    .collect(),
-            )
-        };
         let pce = record(parts(50)).unwrap();
         let (inputs, aux) = pce.witness(parts(9)).unwrap();
         let (compact_inputs, compact) = pce.compact_witness(parts(9)).unwrap();

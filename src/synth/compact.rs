@@ -67,8 +67,14 @@ impl CompactWitness {
 
     /// Appends every value of `other`.
     pub fn extend_from(&mut self, other: &CompactWitness) {
+        // Its other values come in index order: walk them beside the codes.
+        let mut others = other.other_value.iter();
         for i in 0..other.len {
-            self.push(other.get(i));
+            self.push(match other.code(i) {
+                ZERO => Scalar::ZERO,
+                ONE => Scalar::ONE,
+                _ => *others.next().expect("every value coded other is listed"),
+            });
         }
     }
 
