@@ -5,17 +5,29 @@
 // ff/ builds on. Limbs are little-endian with the radix blst uses (R = 2^(32N)), so buffers made by
 // blstrs go to the device unchanged.
 //
-// The arithmetic is written in portable C++ so that it compiles for the device under NVRTC and for
-// the host under a C++ compiler (kernels/hostcheck/ checks it against big-integer arithmetic). On
-// the device, multiplication, addition and subtraction use PTX carry chains instead
-// (CUZK_PORTABLE_FIELD, which `--portable-field` of `cuzk kernels build`, `selftest` and `bench
-// gpu` sets, turns them off); `cuzk selftest --gpu` checks either version against the CPU.
+// Two versions of the same operations:
+// - carry chains (the default): multiply-adds and additions that pass a carry flag from one to
+//   the next. On the device they are PTX *.cc instructions; on the host the flag is a variable,
+//   so kernels/hostcheck/ checks the very algorithms the device runs.
+// - portable C++ on 64-bit sums (CUZK_PORTABLE_FIELD, which `--portable-field` of `cuzk kernels
+//   build`, `selftest` and `bench gpu` sets): for telling a fault of one from the other.
 
 #include "util/common.cuh"
 
-#if defined(__CUDA_ARCH__) && !defined(CUZK_PORTABLE_FIELD)
+#if !defined(CUZK_PORTABLE_FIELD)
+#if defined(__CUDA_ARCH__)
 // PTX carry chains: each chain is one run of *.cc instructions (the carry flag lives between
 // consecutive statements of a chain and nothing between them touches it).
+FN u32 mul_lo(u32 a, u32 b) {
+    u32 r;
+    asm("mul.lo.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+FN u32 mul_hi(u32 a, u32 b) {
+    u32 r;
+    asm("mul.hi.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
 FN u32 mad_lo_cc(u32 a, u32 b, u32 c) {
     u32 r;
     asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
@@ -26,14 +38,19 @@ FN u32 madc_lo_cc(u32 a, u32 b, u32 c) {
     asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
 }
-FN u32 mad_hi_cc(u32 a, u32 b, u32 c) {
-    u32 r;
-    asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-    return r;
-}
 FN u32 madc_hi_cc(u32 a, u32 b, u32 c) {
     u32 r;
     asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+FN u32 madc_hi(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm volatile("madc.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+FN u32 add_cc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
 FN u32 addc_cc(u32 a, u32 b) {
@@ -44,12 +61,6 @@ FN u32 addc_cc(u32 a, u32 b) {
 FN u32 addc(u32 a, u32 b) {
     u32 r;
     asm volatile("addc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-
-FN u32 add_cc(u32 a, u32 b) {
-    u32 r;
-    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
 FN u32 sub_cc(u32 a, u32 b) {
@@ -67,6 +78,31 @@ FN u32 subc(u32 a, u32 b) {
     asm volatile("subc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
+#else
+// The same instructions on the host, the carry flag a variable (the host check is one thread).
+// A subtraction's flag is its borrow, as on the device.
+static u32 host_carry;
+FN u32 carry_out(u64 sum) {
+    host_carry = (u32)(sum >> 32);
+    return (u32)sum;
+}
+FN u32 borrow_out(u64 difference) {
+    host_carry = (u32)(difference >> 63);
+    return (u32)difference;
+}
+FN u32 mul_lo(u32 a, u32 b) { return a * b; }
+FN u32 mul_hi(u32 a, u32 b) { return (u32)(((u64)a * b) >> 32); }
+FN u32 mad_lo_cc(u32 a, u32 b, u32 c) { return carry_out((u64)(a * b) + c); }
+FN u32 madc_lo_cc(u32 a, u32 b, u32 c) { return carry_out((u64)(a * b) + c + host_carry); }
+FN u32 madc_hi_cc(u32 a, u32 b, u32 c) { return carry_out((u64)mul_hi(a, b) + c + host_carry); }
+FN u32 madc_hi(u32 a, u32 b, u32 c) { return mul_hi(a, b) + c + host_carry; }
+FN u32 add_cc(u32 a, u32 b) { return carry_out((u64)a + b); }
+FN u32 addc_cc(u32 a, u32 b) { return carry_out((u64)a + b + host_carry); }
+FN u32 addc(u32 a, u32 b) { return a + b + host_carry; }
+FN u32 sub_cc(u32 a, u32 b) { return borrow_out((u64)a - b); }
+FN u32 subc_cc(u32 a, u32 b) { return borrow_out((u64)a - b - host_carry); }
+FN u32 subc(u32 a, u32 b) { return a - b - host_carry; }
+#endif
 
 // r = a - b as one borrow chain; returns 0xffffffff on a borrow out, else 0.
 template <int N>
@@ -77,28 +113,25 @@ FN u32 sub_words(u32 *r, const u32 *a, const u32 *b) {
     return subc(0, 0);
 }
 
-// r = t - m if t (N + 1 words) >= m, else t: t < 2m.
+// r = t - m if t >= m, else t.
 template <int N>
-FN void mont_final(u32 *r, const u32 *t, const u32 *m) {
+FN void sub_if_not_below(u32 *r, const u32 *t, const u32 *m) {
     u32 s[N];
     u32 borrow = sub_words<N>(s, t, m);
-    bool keep = t[N] == 0 && borrow;
 #pragma unroll
-    for (int j = 0; j < N; j++) r[j] = keep ? t[j] : s[j];
+    for (int j = 0; j < N; j++) r[j] = borrow ? t[j] : s[j];
 }
 
 // r = a + b mod m for a, b < m < 2^(32N) / 2, so a + b has no carry out (Fr's modulus is above
 // 2^(32N) / 4 but below half).
 template <int N>
 FN void mod_add(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
-    u32 t[N], s[N];
+    u32 t[N];
     t[0] = add_cc(a[0], b[0]);
 #pragma unroll
     for (int j = 1; j < N - 1; j++) t[j] = addc_cc(a[j], b[j]);
     t[N - 1] = addc(a[N - 1], b[N - 1]);
-    u32 borrow = sub_words<N>(s, t, m);
-#pragma unroll
-    for (int j = 0; j < N; j++) r[j] = borrow ? t[j] : s[j];
+    sub_if_not_below<N>(r, t, m);
 }
 
 // r = a - b mod m for a, b < m.
@@ -112,37 +145,83 @@ FN void mod_sub(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
     r[N - 1] = addc(t[N - 1], m[N - 1] & mask);
 }
 
-// t[0..N+1] += x * y[0..N-1] (x a word), as a low-half chain then a high-half chain.
+// The Montgomery product keeps its running sum as two numbers, lo + 2^32·hi: lo takes the
+// products of the even limbs of a (a_j·x at words j and j+1), hi those of the odd limbs one word
+// down. Within either, no two products overlap, so a row of them is one carry chain in which
+// each low half is followed by the high half of the same product: the device runs each such
+// pair as one wide multiply-add (the low and high halves apart run at half that rate).
+
+// acc[j], acc[j+1] = a[j]·x for even j (pass a + 1 for the odd limbs).
 template <int N>
-FN void mul_word_add(u32 *t, u32 x, const u32 *y) {
-    t[0] = mad_lo_cc(y[0], x, t[0]);
+FN void mul_pairs(u32 *acc, const u32 *a, u32 x) {
 #pragma unroll
-    for (int j = 1; j < N; j++) t[j] = madc_lo_cc(y[j], x, t[j]);
-    t[N] = addc_cc(t[N], 0);
-    t[N + 1] = addc(t[N + 1], 0);
-    t[1] = mad_hi_cc(y[0], x, t[1]);
-#pragma unroll
-    for (int j = 1; j < N; j++) t[j + 1] = madc_hi_cc(y[j], x, t[j + 1]);
-    t[N + 1] = addc(t[N + 1], 0);
+    for (int j = 0; j < N; j += 2) {
+        acc[j] = mul_lo(a[j], x);
+        acc[j + 1] = mul_hi(a[j], x);
+    }
 }
 
-// CIOS Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 4.
+// acc += Σ a[j]·x at words j, j+1 for even j, one chain; the carry out is left in the flag.
+template <int N>
+FN void mad_pairs(u32 *acc, const u32 *a, u32 x) {
+    acc[0] = mad_lo_cc(a[0], x, acc[0]);
+    acc[1] = madc_hi_cc(a[0], x, acc[1]);
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        acc[j] = madc_lo_cc(a[j], x, acc[j]);
+        acc[j + 1] = madc_hi_cc(a[j], x, acc[j + 1]);
+    }
+}
+
+// acc = acc / 2^64 + Σ a[j]·x at words j, j+1 for even j, continuing the flag's chain; the
+// moduli's spare top bits leave no carry out.
+template <int N>
+FN void mad_pairs_shifted(u32 *acc, const u32 *a, u32 x) {
+#pragma unroll
+    for (int j = 0; j < N - 2; j += 2) {
+        acc[j] = madc_lo_cc(a[j], x, acc[j + 2]);
+        acc[j + 1] = madc_hi_cc(a[j], x, acc[j + 3]);
+    }
+    acc[N - 2] = madc_lo_cc(a[N - 2], x, 0);
+    acc[N - 1] = madc_hi(a[N - 2], x, 0);
+}
+
+// One row of the product: the running sum lo + 2^32·hi, whose word 0 is lo's, takes a·x, then
+// q·m with q chosen to clear word 0. The row before left lo' + 2^32·hi' with lo'[0] = 0, so the
+// sum divided by 2^32 is hi' + lo'[1] + 2^32·(lo' / 2^64): the caller passes hi' as lo and lo' as
+// hi, the roles swapping every row.
+template <int N>
+FN void mont_row(u32 *lo, u32 *hi, const u32 *a, u32 x, const u32 *m, u32 inv, bool first) {
+    if (first) {
+        mul_pairs<N>(hi, a + 1, x);
+        mul_pairs<N>(lo, a, x);
+    } else {
+        lo[0] = add_cc(lo[0], hi[1]);  // its carry is worth 2^32: hi[0]'s weight
+        mad_pairs_shifted<N>(hi, a + 1, x);
+        mad_pairs<N>(lo, a, x);
+        hi[N - 1] = addc(hi[N - 1], 0);  // lo's carry out is worth 2^(32N): hi[N-1]'s
+    }
+    u32 q = lo[0] * inv;
+    mad_pairs<N>(hi, m + 1, q);  // no carry out (spare bits)
+    mad_pairs<N>(lo, m, q);
+    hi[N - 1] = addc(hi[N - 1], 0);
+}
+
+// Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 2 and N even.
 template <int N>
 FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
-    u32 t[N + 2];
+    u32 even[N], odd[N];
 #pragma unroll
-    for (int i = 0; i < N + 2; i++) t[i] = 0;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        mul_word_add<N>(t, b[i], a);
-        u32 q = t[0] * inv;
-        mul_word_add<N>(t, q, m);
-        // t[0] is now 0: divide by the word.
-#pragma unroll
-        for (int j = 0; j <= N; j++) t[j] = t[j + 1];
-        t[N + 1] = 0;
+    for (int i = 0; i < N; i += 2) {
+        mont_row<N>(even, odd, a, b[i], m, inv, i == 0);
+        mont_row<N>(odd, even, a, b[i + 1], m, inv, false);
     }
-    mont_final<N>(r, t, m);
+    // The last row left odd + 2^32·even with odd[0] = 0: the product is even + odd / 2^32 < 2m.
+    even[0] = add_cc(even[0], odd[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], odd[j + 1]);
+    even[N - 1] = addc(even[N - 1], 0);
+    sub_if_not_below<N>(r, even, m);
 }
 #else
 // r = t - m if t (N + 1 words) >= m, else t: t < 2m.
