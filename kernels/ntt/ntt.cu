@@ -34,25 +34,33 @@ extern "C" __global__ void fr_bit_reverse(fr_t *v, u32 log_n) {
 }
 
 // Stages s0 .. s0 + k - 1 (DIT: ascending; DIF: descending). One block of 2^(k-1) threads per
-// tile, 2^k elements of dynamic shared memory.
+// tile; dynamic shared memory of 2^k elements for the tile and 2^k - 1 for its twiddles, made
+// once a block from the tables: stage ts of the tile (half-width 2^(s0+ts)) takes 2^ts of them,
+// at tw[2^ts - 1 + below], which saves a product for every butterfly but those made.
 extern "C" __global__ void fr_ntt_tiles(fr_t *v, u32 log_n, u32 s0, u32 k, u32 dif,
                                         const fr_t *tw_lo, const fr_t *tw_hi, u32 lo_bits) {
     extern __shared__ fr_t tile[];
+    u32 size = 1u << k;
+    fr_t *tw = tile + size;
     u32 low = blockIdx.x & ((1u << s0) - 1);
     u32 high = (blockIdx.x >> s0) << (s0 + k);
-    u32 size = 1u << k;
     for (u32 j = threadIdx.x; j < size; j += blockDim.x) tile[j] = v[high | (j << s0) | low];
+    // A butterfly's twiddle at stage s is w^(pos·2^(log_n-s-1)), pos = j0's index within its
+    // half: its bits below s, i.e. `below` (the tile's bits) and then `low`.
+    for (u32 j = threadIdx.x; j + 1 < size; j += blockDim.x) {
+        u32 ts = 31 - __clz(j + 1);
+        u32 below = j + 1 - (1u << ts);
+        u32 pos = (below << s0) | low;
+        tw[j] = fr_table_power(tw_lo, tw_hi, lo_bits, pos << (log_n - s0 - ts - 1));
+    }
     __syncthreads();
     for (u32 step = 0; step < k; step++) {
         u32 ts = dif ? k - 1 - step : step;  // the stage within the tile
-        u32 s = s0 + ts;                     // the stage of the transform: half-width 2^s
         for (u32 q = threadIdx.x; q < size / 2; q += blockDim.x) {
             u32 below = q & ((1u << ts) - 1);
             u32 j0 = ((q >> ts) << (ts + 1)) | below;
             u32 j1 = j0 | (1u << ts);
-            // j0's index within its half: its bits below s, i.e. below and then low.
-            u32 pos = (below << s0) | low;
-            fr_t w = fr_table_power(tw_lo, tw_hi, lo_bits, pos << (log_n - s - 1));
+            fr_t w = tw[(1u << ts) - 1 + below];
             fr_t a = tile[j0], b = tile[j1];
             if (dif) {
                 tile[j0] = fr_add(a, b);

@@ -32,11 +32,16 @@ pub(super) struct Kernels(Vec<CudaFunction>);
 
 impl Kernels {
     fn load(module: &Arc<CudaModule>) -> Result<Kernels, DriverError> {
-        Kernel::ALL
+        let kernels = Kernel::ALL
             .iter()
             .map(|k| module.load_function(k.name()))
             .collect::<Result<_, _>>()
-            .map(Kernels)
+            .map(Kernels)?;
+        kernels.get(Kernel::NttTiles).set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            super::ntt::NTT_SHARED_MAX as i32,
+        )?;
+        Ok(kernels)
     }
 
     pub(super) fn get(&self, k: Kernel) -> &CudaFunction {

@@ -22,8 +22,18 @@ use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
 use crate::groth16::ProveError;
 
-/// Stages one pass of `fr_ntt_tiles` runs: 2^10 elements (32 KiB) of shared memory per block.
+/// Stages one pass of `fr_ntt_tiles` runs: a tile of 2^10 elements (32 KiB) and its twiddles.
 const MAX_TILE_LOG: u32 = 10;
+
+/// Dynamic shared memory of one `fr_ntt_tiles` block of 2^k elements: the tile and its 2^k - 1
+/// twiddles.
+const fn tile_shared_bytes(k: u32) -> u32 {
+    32 << (k + 1)
+}
+
+/// The most dynamic shared memory `fr_ntt_tiles` asks for (above the 48 KiB a kernel gets
+/// without asking).
+pub(super) const NTT_SHARED_MAX: u32 = tile_shared_bytes(MAX_TILE_LOG);
 
 /// Device bytes one h call over a domain of `n` needs: a, b, c and the power tables (small),
 /// with slack.
@@ -76,7 +86,7 @@ impl GpuBackend {
         let n = 1usize << log_n;
         let dif = u32::from(order == Order::Dif);
         for (s0, k) in passes(log_n, order) {
-            let shared = (32u32) << k;
+            let shared = tile_shared_bytes(k);
             launch!(self, Kernel::NttTiles, n / 2, 1u32 << (k - 1), shared;
                 &mut *v, &log_n, &s0, &k, &dif, &t.lo, &t.hi, &t.lo_bits);
         }
