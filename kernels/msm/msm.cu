@@ -203,7 +203,12 @@ extern "C" __global__ void msm_sum_listed_g1(const affine_t<fp_t> *bases, const 
 
 extern "C" __global__ void msm_fold_g1(xyzz_t<fp_t> *p, u32 half) { msm_fold(p, half); }
 
-extern "C" __global__ void msm_accumulate_g1(const affine_t<fp_t> *bases, const u32 *entries,
+// Blocks of 128 threads the accumulation keeps resident per SM, which bounds its registers
+// (4: at most 128). Measured on the H200 against no bound (150 registers for G1, 182 for G2):
+// G2 12% faster, G1 the same; 5 blocks (102 registers) spilled more and ran slower.
+#define MSM_ACCUMULATE_MIN_BLOCKS 4
+
+extern "C" __global__ void __launch_bounds__(128, MSM_ACCUMULATE_MIN_BLOCKS) msm_accumulate_g1(const affine_t<fp_t> *bases, const u32 *entries,
                                             const u32 *offsets, u32 buckets, u32 total,
                                             u32 chunk, xyzz_t<fp_t> *sums, xyzz_t<fp_t> *heads,
                                             xyzz_t<fp_t> *tails, u32 *tail_bucket) {
@@ -229,7 +234,7 @@ extern "C" __global__ void msm_sum_listed_g2(const affine_t<fp2_t> *bases, const
 
 extern "C" __global__ void msm_fold_g2(xyzz_t<fp2_t> *p, u32 half) { msm_fold(p, half); }
 
-extern "C" __global__ void msm_accumulate_g2(const affine_t<fp2_t> *bases, const u32 *entries,
+extern "C" __global__ void __launch_bounds__(128, MSM_ACCUMULATE_MIN_BLOCKS) msm_accumulate_g2(const affine_t<fp2_t> *bases, const u32 *entries,
                                             const u32 *offsets, u32 buckets, u32 total,
                                             u32 chunk, xyzz_t<fp2_t> *sums, xyzz_t<fp2_t> *heads,
                                             xyzz_t<fp2_t> *tails, u32 *tail_bucket) {

@@ -20,7 +20,7 @@ use super::msm::{msm_working_bytes, DeviceScalars};
 use super::resident::BasesKey;
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
-use crate::groth16::ProveError;
+use crate::groth16::{G1Query, ProveError};
 
 /// Stages one pass of `fr_ntt_tiles` runs: a tile of 2^10 elements (32 KiB) and its twiddles.
 const MAX_TILE_LOG: u32 = 10;
@@ -39,6 +39,24 @@ pub(super) const NTT_SHARED_MAX: u32 = tile_shared_bytes(MAX_TILE_LOG);
 /// with slack.
 pub(super) fn h_working_bytes(n: usize) -> usize {
     3 * n * 32 + (256 << 20)
+}
+
+/// Host vectors whose uploads are staged, to be freed while the device works: returning a large
+/// allocation takes milliseconds.
+#[must_use]
+pub(super) struct Staged(Vec<Vec<Scalar>>);
+
+impl Staged {
+    /// Runs `work` while the vectors are freed, each on a thread of its own, joined before this
+    /// returns (the memory is back when the caller's ledger says so).
+    pub(super) fn free_beside<R>(self, work: impl FnOnce() -> R) -> R {
+        std::thread::scope(|frees| {
+            for host in self.0 {
+                frees.spawn(move || drop(host));
+            }
+            work()
+        })
+    }
 }
 
 /// Powers of one base as the kernels read them: base^i = lo[i mod 2^lo_bits] * hi[i >> lo_bits].
@@ -123,14 +141,14 @@ impl GpuBackend {
     /// transforms queued as soon as its upload (on the copy stream) is, so the next vector's
     /// host copy and transfer run beside them. `then` runs once everything is queued, while the
     /// device works (a caller's next upload). h's 2^log_n coefficients are left in bit-reversed
-    /// order, the last (position 2^log_n - 1 either way) zero. The caller holds the device and
-    /// has made room.
+    /// order, the last (position 2^log_n - 1 either way) zero; a, b and c come back to be freed
+    /// beside the caller's next work. The caller holds the device and has made room.
     pub(super) fn h_kernels<T>(
         &self,
         abc: [Vec<Scalar>; 3],
         log_n: u32,
         then: impl FnOnce() -> Result<T, GpuError>,
-    ) -> Result<(CudaSlice<u32>, T), GpuError> {
+    ) -> Result<(CudaSlice<u32>, T, Staged), GpuError> {
         let n = 1usize << log_n;
         let clock = Instant::now();
         let bytes = (3 * abc[0].len() * 32) as u64;
@@ -147,6 +165,8 @@ impl GpuBackend {
             .invert()
             .expect("g is not in the domain, so Z(g) != 0");
         let dz = self.stream.clone_htod(words(&[z_inv]))?;
+        let ms = |since: Instant| since.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(ms = ms(clock), "h: tables on the device");
         let n32 = n as u32;
         let mut bufs = Vec::with_capacity(3);
         for v in abc.iter() {
@@ -154,31 +174,32 @@ impl GpuBackend {
         }
         // Every upload below may start now: its buffer exists, nothing else waits.
         self.copy.join(&self.stream)?;
-        // Each host vector is freed on a thread of its own once it is staged (returning a
-        // large allocation takes milliseconds), joined before the call returns.
-        let (da, after) = std::thread::scope(|frees| {
-            for (v, host) in bufs.iter_mut().zip(abc) {
-                self.upload_on_copy(&host, v)?;
-                self.stream.wait(&self.copy.record_event(None)?)?;
-                frees.spawn(move || drop(host));
-                // Coefficients (bit-reversed), onto the coset, evaluations there (natural).
-                self.ntt_in_place(v, log_n, &inv, Order::Dif)?;
-                self.scale(v, n32, log_n, &coset)?;
-                self.ntt_in_place(v, log_n, &fwd, Order::Dit)?;
-            }
-            let [mut da, db, dc]: [CudaSlice<u32>; 3] = bufs.try_into().expect("three vectors");
-            launch!(self, Kernel::HPointwise, n, 256; &mut da, &db, &dc, &n32, &dz);
-            drop((db, dc));
-            self.ntt_in_place(&mut da, log_n, &inv, Order::Dif)?;
-            self.scale(&mut da, n32, log_n, &uncoset)?;
-            Ok::<_, GpuError>((da, then()?))
-        })?;
+        // The host vectors are kept until every upload of the call is staged (unmapping pages
+        // while other threads fill the staging halves halved their speed) and handed back.
+        let mut staged = Vec::with_capacity(3);
+        for (i, (v, host)) in bufs.iter_mut().zip(abc).enumerate() {
+            self.upload_on_copy(&host, v)?;
+            tracing::debug!(ms = ms(clock), vector = i, "h: vector staged");
+            staged.push(host);
+            self.stream.wait(&self.copy.record_event(None)?)?;
+            // Coefficients (bit-reversed), onto the coset, evaluations there (natural).
+            self.ntt_in_place(v, log_n, &inv, Order::Dif)?;
+            self.scale(v, n32, log_n, &coset)?;
+            self.ntt_in_place(v, log_n, &fwd, Order::Dit)?;
+        }
+        let [mut da, db, dc]: [CudaSlice<u32>; 3] = bufs.try_into().expect("three vectors");
+        launch!(self, Kernel::HPointwise, n, 256; &mut da, &db, &dc, &n32, &dz);
+        drop((db, dc));
+        self.ntt_in_place(&mut da, log_n, &inv, Order::Dif)?;
+        self.scale(&mut da, n32, log_n, &uncoset)?;
+        let after = then()?;
+        tracing::debug!(ms = ms(clock), "h: queued");
         self.record(
             format!("h.uploads and kernels (3 x 2^{log_n}, 7 NTTs)"),
             clock,
             bytes,
         )?;
-        Ok((da, after))
+        Ok((da, after, Staged(staged)))
     }
 
     /// The log2 of h's domain for evaluations of `len` points.
@@ -204,18 +225,20 @@ impl GpuBackend {
         }
         let _busy = self.occupy();
         self.room_for_call(h_working_bytes(n), None)?;
-        let (mut h, ()) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
-        let clock = Instant::now();
-        launch!(self, Kernel::BitReverse, n, 256; &mut h, &log_n);
-        let mut out = vec![Scalar::ZERO; n - 1];
-        self.stream
-            .memcpy_dtoh(&h.slice(0..(n - 1) * 8), words_mut(&mut out))?;
-        self.record(
-            format!("h.download (2^{log_n})"),
-            clock,
-            ((n - 1) * 32) as u64,
-        )?;
-        Ok(out)
+        let (mut h, (), staged) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
+        staged.free_beside(|| {
+            let clock = Instant::now();
+            launch!(self, Kernel::BitReverse, n, 256; &mut h, &log_n);
+            let mut out = vec![Scalar::ZERO; n - 1];
+            self.stream
+                .memcpy_dtoh(&h.slice(0..(n - 1) * 8), words_mut(&mut out))?;
+            self.record(
+                format!("h.download (2^{log_n})"),
+                clock,
+                ((n - 1) * 32) as u64,
+            )?;
+            Ok(out)
+        })
     }
 
     /// Σ h_i·bases[i] with h computed on the device and left there for the MSM; with `key`,
@@ -248,20 +271,33 @@ impl GpuBackend {
         let start = Instant::now();
         let working = h_working_bytes(n) + msm_working_bytes::<G1Projective>(n - 1, true);
         let db = self.call_bases::<G1Projective>(bases, n - 1, key, working)?;
-        let (h, ()) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
-        // h's time is the device's: wait for it (one wait a proof).
-        self.stream.synchronize()?;
-        let h_took = start.elapsed();
+        let (h, (), staged) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
+        staged.free_beside(|| {
+            // h's time is the device's: wait for it (one wait a proof).
+            self.stream.synchronize()?;
+            let h_took = start.elapsed();
+            let (sum, stats) = self.msm_of_h(&db, &h, log_n)?;
+            Ok((sum, stats, h_took))
+        })
+    }
+
+    /// The H MSM of h left on the device by [`GpuBackend::h_kernels`] (2^log_n positions,
+    /// bit-reversed, the last one not a point's).
+    pub(super) fn msm_of_h(
+        &self,
+        bases: &CudaSlice<u32>,
+        h: &CudaSlice<u32>,
+        log_n: u32,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        let n = 1usize << log_n;
         let scalars = DeviceScalars {
-            buf: &h,
+            buf: h,
             positions: n,
             points: n - 1,
             rev_bits: log_n,
         };
-        let label = format!("msm_g1 h ({} points)", n - 1);
-        let (sum, stats) =
-            self.msm_kernels::<G1Projective>(&db, scalars, &label, Instant::now())?;
-        Ok((sum, stats, h_took))
+        let label = format!("msm_g1 {} ({} points)", G1Query::H.name(), n - 1);
+        self.msm_kernels::<G1Projective>(bases, scalars, &label, Instant::now())
     }
 
     /// The NTT of `v` (a power-of-two length) over its domain: evaluations at omega^i, or with

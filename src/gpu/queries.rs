@@ -74,20 +74,15 @@ impl GpuBackend {
             working,
         )?;
         let mut on_device = self.assignment_buffers(&w)?;
-        let (h, uploaded) =
+        let (h, uploaded, staged) =
             self.h_kernels(abc, log_n, || self.upload_assignment(&w, &mut on_device))?;
-        self.stream.synchronize()?;
-        let h_took = start.elapsed();
-        let scalars = DeviceScalars {
-            buf: &h,
-            positions: n,
-            points: n - 1,
-            rev_bits: log_n,
-        };
-        let label = format!("msm_g1 h ({} points)", n - 1);
-        let clock = Instant::now();
-        let (h_sum, _) = self.msm_kernels::<G1Projective>(&h_bases, scalars, &label, clock)?;
-        let msm_h_took = clock.elapsed();
+        let (h_took, h_sum, msm_h_took) = staged.free_beside(|| {
+            self.stream.synchronize()?;
+            let h_took = start.elapsed();
+            let clock = Instant::now();
+            let (h_sum, _) = self.msm_of_h(&h_bases, &h, log_n)?;
+            Ok::<_, GpuError>((h_took, h_sum, clock.elapsed()))
+        })?;
         drop((h, h_bases));
         self.stream.wait(&uploaded)?;
         let start = Instant::now();
