@@ -21,9 +21,9 @@ struct fp_t {
     u32 l[12];
 };
 
-// Called, not inlined: one copy of the product's ~1,200 instructions instead of one per use keeps
-// the point formulas inside the instruction cache (inlined, 49% of the G1 accumulation's stalls
-// were instruction fetches and it ran 1.9x slower). Operands by value travel in registers.
+// Called, not inlined: one copy of the product instead of one per use keeps the point formulas
+// inside the instruction cache (inlined, the G1 accumulation ran slower, with either product:
+// docs/measurements/2026-12-04-h200-field/). Operands by value travel in registers.
 FN_CALL fp_t fp_mul(fp_t a, fp_t b) {
     fp_t r;
     mont_mul<12>(r.l, a.l, b.l, FP_MODULUS, FP_INV);

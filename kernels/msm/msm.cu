@@ -204,8 +204,8 @@ extern "C" __global__ void msm_sum_listed_g1(const affine_t<fp_t> *bases, const 
 extern "C" __global__ void msm_fold_g1(xyzz_t<fp_t> *p, u32 half) { msm_fold(p, half); }
 
 // Blocks of 128 threads the accumulation keeps resident per SM, which bounds its registers
-// (4: at most 128). Measured on the H200 against no bound (150 registers for G1, 182 for G2):
-// G2 12% faster, G1 the same; 5 blocks (102 registers) spilled more and ran slower.
+// (4: at most 128). Against no bound, G2 ran faster and G1 the same; 5 blocks spilled more and
+// ran slower (docs/measurements/2026-12-04-h200-field/bounds/).
 #define MSM_ACCUMULATE_MIN_BLOCKS 4
 
 extern "C" __global__ void __launch_bounds__(128, MSM_ACCUMULATE_MIN_BLOCKS) msm_accumulate_g1(const affine_t<fp_t> *bases, const u32 *entries,
