@@ -384,10 +384,15 @@ mod tests {
             .any(|w| &w[..name.len()] == name.as_bytes() && w[name.len()] == 0)
     }
 
-    /// The `extern "C" __global__` kernels a source file defines.
+    /// The `extern "C" __global__` kernels a source file defines (a `__launch_bounds__(..)`
+    /// before the name is passed over).
     fn kernels_in(text: &str) -> Vec<&str> {
         text.split("extern \"C\" __global__ void ")
             .skip(1)
+            .map(|rest| match rest.strip_prefix("__launch_bounds__(") {
+                Some(bounds) => bounds.split_once(')').map_or("", |(_, r)| r.trim_start()),
+                None => rest,
+            })
             .filter_map(|rest| rest.split('(').next())
             .collect()
     }
