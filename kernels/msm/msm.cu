@@ -203,15 +203,14 @@ extern "C" __global__ void msm_sum_listed_g1(const affine_t<fp_t> *bases, const 
 
 extern "C" __global__ void msm_fold_g1(xyzz_t<fp_t> *p, u32 half) { msm_fold(p, half); }
 
-// Blocks of 128 threads the accumulation keeps resident per SM, which bounds its registers
-// (4: at most 128). Against no bound, G2 ran faster and G1 the same; 5 blocks spilled more and
-// ran slower (docs/measurements/2026-12-04-h200-field/bounds/).
-#define MSM_ACCUMULATE_MIN_BLOCKS 4
+// The accumulation's blocks: 128 threads (ACCUMULATE_BLOCK in src/gpu/msm.rs), 4 of them resident
+// per SM, which bounds its registers to 128. Against no bound, G2 ran faster and G1 the same; 5
+// blocks spilled more and ran slower (docs/measurements/2026-12-04-h200-field/bounds/).
+#define MSM_ACCUMULATE_BOUNDS __launch_bounds__(128, 4)
 
-extern "C" __global__ void __launch_bounds__(128, MSM_ACCUMULATE_MIN_BLOCKS) msm_accumulate_g1(const affine_t<fp_t> *bases, const u32 *entries,
-                                            const u32 *offsets, u32 buckets, u32 total,
-                                            u32 chunk, xyzz_t<fp_t> *sums, xyzz_t<fp_t> *heads,
-                                            xyzz_t<fp_t> *tails, u32 *tail_bucket) {
+extern "C" __global__ void MSM_ACCUMULATE_BOUNDS msm_accumulate_g1(
+    const affine_t<fp_t> *bases, const u32 *entries, const u32 *offsets, u32 buckets, u32 total,
+    u32 chunk, xyzz_t<fp_t> *sums, xyzz_t<fp_t> *heads, xyzz_t<fp_t> *tails, u32 *tail_bucket) {
     msm_accumulate(bases, entries, offsets, buckets, total, chunk, sums, heads, tails, tail_bucket);
 }
 
@@ -234,10 +233,9 @@ extern "C" __global__ void msm_sum_listed_g2(const affine_t<fp2_t> *bases, const
 
 extern "C" __global__ void msm_fold_g2(xyzz_t<fp2_t> *p, u32 half) { msm_fold(p, half); }
 
-extern "C" __global__ void __launch_bounds__(128, MSM_ACCUMULATE_MIN_BLOCKS) msm_accumulate_g2(const affine_t<fp2_t> *bases, const u32 *entries,
-                                            const u32 *offsets, u32 buckets, u32 total,
-                                            u32 chunk, xyzz_t<fp2_t> *sums, xyzz_t<fp2_t> *heads,
-                                            xyzz_t<fp2_t> *tails, u32 *tail_bucket) {
+extern "C" __global__ void MSM_ACCUMULATE_BOUNDS msm_accumulate_g2(
+    const affine_t<fp2_t> *bases, const u32 *entries, const u32 *offsets, u32 buckets, u32 total,
+    u32 chunk, xyzz_t<fp2_t> *sums, xyzz_t<fp2_t> *heads, xyzz_t<fp2_t> *tails, u32 *tail_bucket) {
     msm_accumulate(bases, entries, offsets, buckets, total, chunk, sums, heads, tails, tail_bucket);
 }
 

@@ -101,8 +101,6 @@ pub struct GpuBackend {
     pub(super) pool: Pool,
     /// Page-locked halves every upload goes through.
     staging: Mutex<Staging>,
-    /// Their size.
-    locked_bytes: u64,
 }
 
 /// The device's memory pool, where every buffer of ours comes from (cudarc allocates on the
@@ -177,7 +175,7 @@ impl GpuBackend {
         let staging = Staging::new(&gpu.ctx)?;
         tracing::info!(
             gpu = gpu.info.ordinal,
-            locked_bytes = staging.locked_bytes(),
+            locked_bytes = Staging::LOCKED_BYTES,
             "page-locked staging for uploads"
         );
         Ok(GpuBackend {
@@ -192,7 +190,6 @@ impl GpuBackend {
             resident: Mutex::new(Resident::default()),
             keep_bases: AtomicBool::new(true),
             pool: Pool::keeping(gpu)?,
-            locked_bytes: staging.locked_bytes() as u64,
             staging: Mutex::new(staging),
         })
     }
@@ -389,7 +386,7 @@ impl Backend for GpuBackend {
     }
 
     fn locked_bytes(&self) -> u64 {
-        self.locked_bytes
+        Staging::LOCKED_BYTES as u64
     }
 
     fn device_busy(&self) -> Option<Duration> {

@@ -384,16 +384,12 @@ mod tests {
             .any(|w| &w[..name.len()] == name.as_bytes() && w[name.len()] == 0)
     }
 
-    /// The `extern "C" __global__` kernels a source file defines (a `__launch_bounds__(..)`
-    /// before the name is passed over).
+    /// The `extern "C" __global__` kernels a source file defines: the last word before the
+    /// parameters (after a qualifier such as a launch-bounds macro).
     fn kernels_in(text: &str) -> Vec<&str> {
         text.split("extern \"C\" __global__ void ")
             .skip(1)
-            .map(|rest| match rest.strip_prefix("__launch_bounds__(") {
-                Some(bounds) => bounds.split_once(')').map_or("", |(_, r)| r.trim_start()),
-                None => rest,
-            })
-            .filter_map(|rest| rest.split('(').next())
+            .filter_map(|rest| rest.split('(').next()?.split_whitespace().last())
             .collect()
     }
 

@@ -30,6 +30,9 @@ pub struct MsmShape {
 /// Entries summed by one thread of the accumulation are chosen so that about this many threads
 /// share the work (a few waves of the largest devices).
 const ACCUMULATE_THREADS: usize = 1 << 18;
+/// Threads a block of the accumulation: the block size its kernels' `__launch_bounds__`
+/// (kernels/msm/msm.cu) name, and must not be more.
+const ACCUMULATE_BLOCK: u32 = 128;
 /// Buckets (then partial window sums) one thread of a window level takes: 2^WINDOW_LOG_K.
 const WINDOW_LOG_K: u32 = 3;
 /// At most this many threads sum the points of the ones.
@@ -293,7 +296,7 @@ impl GpuBackend {
             let mut heads = unsafe { self.stream.alloc::<u32>(chunks as usize * w) }?;
             let mut tails = unsafe { self.stream.alloc::<u32>(chunks as usize * w) }?;
             let mut tail_bucket = unsafe { self.stream.alloc::<u32>(chunks as usize) }?;
-            launch!(self, C::ACCUMULATE, chunks as usize, 128;
+            launch!(self, C::ACCUMULATE, chunks as usize, ACCUMULATE_BLOCK;
                 bases, &entries, &offsets, &buckets32, &total, &chunk,
                 &mut sums, &mut heads, &mut tails, &mut tail_bucket);
             launch!(self, C::FIXUP, chunks as usize * 32, 128;

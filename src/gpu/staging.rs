@@ -50,10 +50,8 @@ impl Staging {
         })
     }
 
-    /// Bytes of page-locked host memory held.
-    pub(super) fn locked_bytes(&self) -> usize {
-        2 * STAGE_WORDS * 4
-    }
+    /// Bytes of page-locked host memory one staging holds.
+    pub(super) const LOCKED_BYTES: usize = 2 * STAGE_WORDS * 4;
 
     /// Copies `src` to the device memory at `dst` (at least `src.len()` words) on `stream`.
     /// Returns once the last chunk is queued: the copy is ordered before the stream's later
