@@ -323,20 +323,26 @@ impl Tester<'_> {
                     cpu_s,
                 );
                 if k == 0 {
-                    // Every G1 sum of a proof in one call: h from a, b, c beside the witness.
+                    // Every sum of a proof in one call: h from a, b, c beside the witness, and
+                    // B in G2 from the B scalars gathered on the device.
                     let abc = [1, 2, 3].map(|j| random_scalars(n_aux, seed + 20 + j));
                     srs.h = bases[3..3 + n_aux.next_power_of_two()].to_vec();
+                    srs.b_g2 = random_bases::<G2Projective>(b_len, seed + 30);
                     let [a, b, c] = abc.clone();
                     let clock = Instant::now();
-                    let got = self.gpu.g1_sums(&srs, a, b, c, w)?;
+                    let got = self.gpu.g1_sums(&srs, a, b, c, w, true)?;
                     let gpu_s = clock.elapsed().as_secs_f64();
                     let [a, b, c] = abc;
                     let clock = Instant::now();
-                    let want = CpuBackend.g1_sums(&srs, a, b, c, w)?;
+                    let want = CpuBackend.g1_sums(&srs, a, b, c, w, true)?;
                     let cpu_s = clock.elapsed().as_secs_f64();
+                    let b_g2 = |sums: &crate::groth16::G1Sums| sums.b_g2.as_ref().map(|s| s.sum);
                     self.report(
-                        got.h == want.h && same_sums(&got.witness, &want.witness),
-                        format!("g1 sums {n_in} in {n_aux} aux (h beside)"),
+                        got.h == want.h
+                            && same_sums(&got.witness, &want.witness)
+                            && b_g2(&got).is_some()
+                            && b_g2(&got) == b_g2(&want),
+                        format!("g1 sums and B in G2 {n_in} in {n_aux} aux (h beside)"),
                         gpu_s,
                         cpu_s,
                     );

@@ -32,14 +32,15 @@ pub const LIVE_KEYS: [&str; 3] = [
     "jobs.retention_count",
 ];
 
-/// Where a partition's last part, B in G2 and the join, runs (`proving.finish`).
+/// Where B in G2 is summed, and how long the prover slot is held (`proving.finish`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Finish {
-    /// On the prover's backend, the prover slot held throughout.
+    /// In the same backend call as the G1 work, the prover slot held for it: a GPU sums it from
+    /// the B scalars it gathered for B in G1, beside its transfers.
     Held,
-    /// On the prover's backend, the slot given back first: the next partition's device work
-    /// begins meanwhile (and shares the device with it).
+    /// On the prover's backend after the G1 work, the slot given back first: the next
+    /// partition's device work begins meanwhile (and shares the device with it).
     Prover,
     /// On the host's cores, the slot given back first: the device takes the next partition
     /// while the CPU does B in G2 (measured fastest with one GPU and 16 cores:

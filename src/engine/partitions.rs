@@ -7,7 +7,8 @@
 //!
 //! Unless [`Finish::Held`], the prover slot is given back once a partition's G1 work (h, the G1
 //! MSMs) is done: B in G2 and the join run beside the next partition's device work, holding only
-//! B's scalars (the reservation shrinks to them; the ledger's `finalizing` stage).
+//! B's scalars (the reservation shrinks to them; the ledger's `finalizing` stage). With
+//! [`Finish::Held`], B in G2 is summed in the same backend call as the G1 work.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -315,7 +316,9 @@ impl Partitions<'_> {
         let backend = &self.backends[slot.id() % self.backends.len()];
         let failed = |e| internal(format!("partition {k}: {e}"));
         let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
-        let started = prove_start(backend.as_ref(), run.srs, synth, r, s).map_err(failed)?;
+        let with_b_g2 = self.finish == Finish::Held;
+        let started =
+            prove_start(backend.as_ref(), run.srs, synth, r, s, with_b_g2).map_err(failed)?;
         // Split: the next partition's device work starts now, beside this one's finish.
         let finisher: &dyn Backend = match self.finish {
             Finish::Held | Finish::Prover => backend.as_ref(),

@@ -88,6 +88,8 @@ pub struct GpuBackend {
     /// Where uploads that overlap the kernels run (ordered against `stream` by events).
     pub(super) copy: Arc<CudaStream>,
     pub(super) kernels: Kernels,
+    /// The device's streaming multiprocessors (what one wave of a kernel fills).
+    pub(super) multiprocessors: u32,
     /// One call's device work at a time.
     busy: Mutex<()>,
     /// Nanoseconds `busy` has been held: the device's occupancy.
@@ -183,6 +185,10 @@ impl GpuBackend {
             stream: gpu.ctx.new_stream()?,
             copy: gpu.ctx.new_stream()?,
             kernels: Kernels::load(&module)?,
+            multiprocessors: gpu
+                .ctx
+                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+                .max(1) as u32,
             busy: Mutex::new(()),
             busy_ns: AtomicU64::new(0),
             recording: AtomicBool::new(false),
@@ -355,8 +361,9 @@ impl Backend for GpuBackend {
         b: Vec<Scalar>,
         c: Vec<Scalar>,
         w: Assignment<'_>,
+        b_g2: bool,
     ) -> Result<G1Sums, ProveError> {
-        self.g1_on_device(srs, [a, b, c], w)
+        self.g1_on_device(srs, [a, b, c], w, b_g2)
             .map_err(|e| e.on(&self.info))
     }
 
@@ -370,7 +377,7 @@ impl Backend for GpuBackend {
         srs: &Srs,
         scalars: &[Scalar],
     ) -> Result<(G2Projective, MsmStats), ProveError> {
-        self.msm_on_device(&srs.b_g2, Some((srs.id, "b_g2")), scalars)
+        self.msm_on_device(&srs.b_g2, Some((srs.id, super::queries::B_G2)), scalars)
             .map_err(|e| e.on(&self.info))
     }
 

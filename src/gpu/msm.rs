@@ -27,16 +27,20 @@ pub struct MsmShape {
     pub windows: u32,
 }
 
-/// Entries summed by one thread of the accumulation are chosen so that about this many threads
-/// share the work (a few waves of the largest devices).
+/// At most this many threads share the accumulation: it runs as one wave of the device (every
+/// SM holding as many blocks as the kernel's registers allow, 67,584 threads on an H200), each
+/// thread summing the same number of entries, so small MSMs get long enough chunks to hide a
+/// thread's fixed costs and large ones no partly filled last wave.
 const ACCUMULATE_THREADS: usize = 1 << 18;
 /// Threads a block of the accumulation: the block size its kernels' `__launch_bounds__`
 /// (kernels/msm/msm.cu) name, and must not be more.
 const ACCUMULATE_BLOCK: u32 = 128;
 /// Buckets (then partial window sums) one thread of a window level takes: 2^WINDOW_LOG_K.
 const WINDOW_LOG_K: u32 = 3;
-/// At most this many threads sum the points of the ones.
-const ONES_THREADS: usize = 1 << 14;
+/// At most this many threads sum the points of the ones, each at least ONES_PER_THREAD of them
+/// (fewer threads left most of the device idle: the 1.3M ones of a 2 KiB PoRep's L).
+const ONES_THREADS: usize = 1 << 16;
+const ONES_PER_THREAD: usize = 16;
 
 impl MsmShape {
     /// The shape for `m` scalars through Pippenger: about 2^6 entries per bucket, so the
@@ -62,10 +66,10 @@ impl MsmShape {
     }
 }
 
-/// Entries of the sorted runs for `m` scalars at most, and the chunk each accumulation thread
-/// takes of them.
-fn chunking(entries: usize) -> (u32, u32) {
-    let chunk = entries.div_ceil(ACCUMULATE_THREADS).max(1);
+/// The chunk of `entries` each accumulation thread takes when `threads` share them, and how
+/// many chunks that makes (at most `threads`).
+fn chunking(entries: usize, threads: usize) -> (u32, u32) {
+    let chunk = entries.div_ceil(threads.max(1)).max(1);
     (chunk as u32, entries.div_ceil(chunk) as u32)
 }
 
@@ -76,7 +80,7 @@ pub(super) fn msm_working_bytes<C: GpuCurve>(n: usize, bases_resident: bool) -> 
     let shape = MsmShape::new(n);
     let point = C::XYZZ_WORDS * 4;
     let entries = n * shape.windows as usize;
-    let (_, chunks) = chunking(entries);
+    let (_, chunks) = chunking(entries, ACCUMULATE_THREADS);
     let bases = if bases_resident {
         0
     } else {
@@ -238,7 +242,10 @@ impl GpuBackend {
         list: &CudaSlice<u32>,
         count: usize,
     ) -> Result<C, GpuError> {
-        let threads = count.div_ceil(64).next_power_of_two().min(ONES_THREADS);
+        let threads = count
+            .div_ceil(ONES_PER_THREAD)
+            .next_power_of_two()
+            .min(ONES_THREADS);
         // SAFETY: msm_sum_listed writes every partial.
         let mut partials = unsafe { self.stream.alloc::<u32>(threads * C::XYZZ_WORDS) }?;
         let (count32, threads32) = (count as u32, threads as u32);
@@ -290,7 +297,7 @@ impl GpuBackend {
         let w = C::XYZZ_WORDS;
         let mut sums = self.stream.alloc_zeros::<u32>(buckets * w)?;
         if total > 0 {
-            let (chunk, chunks) = chunking(total as usize);
+            let (chunk, chunks) = chunking(total as usize, self.accumulate_wave::<C>()?);
             // SAFETY: the accumulation writes every tail_bucket, and the heads and tails the
             // fix-up reads (those of the chunks a crossing run spans).
             let mut heads = unsafe { self.stream.alloc::<u32>(chunks as usize * w) }?;
@@ -336,6 +343,17 @@ impl GpuBackend {
             acc += C::from_xyzz(sum);
         }
         Ok(acc)
+    }
+
+    /// Threads of one full wave of `C`'s accumulation on this device, at most
+    /// ACCUMULATE_THREADS.
+    fn accumulate_wave<C: GpuCurve>(&self) -> Result<usize, GpuError> {
+        let per_sm = self
+            .kernels
+            .get(C::ACCUMULATE)
+            .occupancy_max_active_blocks_per_multiprocessor(ACCUMULATE_BLOCK, 0, None)?;
+        let wave = self.multiprocessors as usize * per_sm.max(1) as usize;
+        Ok((wave * ACCUMULATE_BLOCK as usize).min(ACCUMULATE_THREADS))
     }
 
     /// Exclusive prefix sums of `data[..n]`, in place (kernels/util/scan.cu).
@@ -466,12 +484,14 @@ mod tests {
 
     #[test]
     fn chunks_cover_every_entry_with_few_threads() {
-        for entries in [1, 2, 1000, 1 << 18, (1 << 18) + 1, 64 << 20, 1_750_000_000] {
-            let (chunk, chunks) = chunking(entries);
-            assert!(chunk >= 1);
-            assert!(chunk as usize * chunks as usize >= entries);
-            assert!((chunk as usize) * (chunks as usize - 1) < entries);
-            assert!(chunks as usize <= ACCUMULATE_THREADS);
+        for threads in [1, 67_584, ACCUMULATE_THREADS] {
+            for entries in [1, 2, 1000, 1 << 18, (1 << 18) + 1, 64 << 20, 1_750_000_000] {
+                let (chunk, chunks) = chunking(entries, threads);
+                assert!(chunk >= 1);
+                assert!(chunk as usize * chunks as usize >= entries);
+                assert!((chunk as usize) * (chunks as usize - 1) < entries);
+                assert!(chunks as usize <= threads);
+            }
         }
     }
 

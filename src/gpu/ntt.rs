@@ -44,7 +44,7 @@ pub(super) fn h_working_bytes(n: usize) -> usize {
 /// Host vectors whose uploads are staged, to be freed while the device works: returning a large
 /// allocation takes milliseconds.
 #[must_use]
-pub(super) struct Staged(Vec<Vec<Scalar>>);
+pub(super) struct Staged(pub(super) Vec<Vec<Scalar>>);
 
 impl Staged {
     /// Runs `work` while the vectors are freed, each on a thread of its own, joined before this
@@ -57,6 +57,21 @@ impl Staged {
             work()
         })
     }
+}
+
+/// The stage label of h's uploads and kernels.
+pub(super) fn h_label(log_n: u32) -> String {
+    format!("h.uploads and kernels (3 x 2^{log_n}, 7 NTTs)")
+}
+
+/// What h's kernels read besides a, b and c ([`GpuBackend::h_plan`]).
+pub(super) struct HPlan {
+    log_n: u32,
+    fwd: Tables,
+    inv: Tables,
+    coset: Tables,
+    uncoset: Tables,
+    z_inv: CudaSlice<u32>,
 }
 
 /// Powers of one base as the kernels read them: base^i = lo[i mod 2^lo_bits] * hi[i >> lo_bits].
@@ -136,6 +151,56 @@ impl GpuBackend {
         })
     }
 
+    /// What h's kernels need on the device besides a, b and c, for a domain of 2^log_n: the
+    /// power tables of the transforms and cosets, and 1/Z(g).
+    pub(super) fn h_plan(&self, log_n: u32) -> Result<HPlan, DriverError> {
+        let n = 1usize << log_n;
+        let omega = root_of_unity(log_n);
+        let omega_inv = omega.invert().expect("non-zero");
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let g_inv = g.invert().expect("non-zero");
+        let n_inv = Scalar::from(n as u64).invert().expect("n < r");
+        let z_inv = (g.pow_vartime([n as u64]) - Scalar::ONE)
+            .invert()
+            .expect("g is not in the domain, so Z(g) != 0");
+        Ok(HPlan {
+            log_n,
+            fwd: self.tables(omega, log_n - 1, Scalar::ONE)?,
+            inv: self.tables(omega_inv, log_n - 1, Scalar::ONE)?,
+            coset: self.tables(g, log_n, n_inv)?,
+            uncoset: self.tables(g_inv, log_n, n_inv)?,
+            z_inv: self.stream.clone_htod(words(&[z_inv]))?,
+        })
+    }
+
+    /// One of a, b, c (evaluations over the domain, 2^log_n on the device): to coefficients
+    /// (bit-reversed), onto the coset, evaluations there (natural).
+    pub(super) fn h_transform(
+        &self,
+        v: &mut CudaSlice<u32>,
+        plan: &HPlan,
+    ) -> Result<(), DriverError> {
+        let log_n = plan.log_n;
+        self.ntt_in_place(v, log_n, &plan.inv, Order::Dif)?;
+        self.scale(v, 1 << log_n, log_n, &plan.coset)?;
+        self.ntt_in_place(v, log_n, &plan.fwd, Order::Dit)
+    }
+
+    /// h from the transformed a, b, c: (a·b - c)/Z(g) pointwise, back to coefficients and off
+    /// the coset, in a's buffer (bit-reversed, the last coefficient zero).
+    pub(super) fn h_quotient(
+        &self,
+        [mut a, b, c]: [CudaSlice<u32>; 3],
+        plan: &HPlan,
+    ) -> Result<CudaSlice<u32>, DriverError> {
+        let (log_n, n32) = (plan.log_n, 1u32 << plan.log_n);
+        launch!(self, Kernel::HPointwise, n32 as usize, 256; &mut a, &b, &c, &n32, &plan.z_inv);
+        drop((b, c));
+        self.ntt_in_place(&mut a, log_n, &plan.inv, Order::Dif)?;
+        self.scale(&mut a, n32, log_n, &plan.uncoset)?;
+        Ok(a)
+    }
+
     /// h over the smallest power-of-two domain of more than one point holding a, b and c
     /// (checked by the callers), on the device: seven NTTs and the pointwise step, each vector's
     /// transforms queued as soon as its upload (on the copy stream) is, so the next vector's
@@ -152,25 +217,12 @@ impl GpuBackend {
         let n = 1usize << log_n;
         let clock = Instant::now();
         let bytes = (3 * abc[0].len() * 32) as u64;
-        let omega = root_of_unity(log_n);
-        let omega_inv = omega.invert().expect("non-zero");
-        let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let g_inv = g.invert().expect("non-zero");
-        let n_inv = Scalar::from(n as u64).invert().expect("n < r");
-        let fwd = self.tables(omega, log_n - 1, Scalar::ONE)?;
-        let inv = self.tables(omega_inv, log_n - 1, Scalar::ONE)?;
-        let coset = self.tables(g, log_n, n_inv)?;
-        let uncoset = self.tables(g_inv, log_n, n_inv)?;
-        let z_inv = (g.pow_vartime([n as u64]) - Scalar::ONE)
-            .invert()
-            .expect("g is not in the domain, so Z(g) != 0");
-        let dz = self.stream.clone_htod(words(&[z_inv]))?;
+        let plan = self.h_plan(log_n)?;
         let ms = |since: Instant| since.elapsed().as_secs_f64() * 1e3;
         tracing::debug!(ms = ms(clock), "h: tables on the device");
-        let n32 = n as u32;
         let mut bufs = Vec::with_capacity(3);
         for v in abc.iter() {
-            bufs.push(self.device_for(v.len(), n * 8)?);
+            bufs.push(self.device_for(v.len() * 8, n * 8)?);
         }
         // Every upload below may start now: its buffer exists, nothing else waits.
         self.copy.join(&self.stream)?;
@@ -182,24 +234,13 @@ impl GpuBackend {
             tracing::debug!(ms = ms(clock), vector = i, "h: vector staged");
             staged.push(host);
             self.stream.wait(&self.copy.record_event(None)?)?;
-            // Coefficients (bit-reversed), onto the coset, evaluations there (natural).
-            self.ntt_in_place(v, log_n, &inv, Order::Dif)?;
-            self.scale(v, n32, log_n, &coset)?;
-            self.ntt_in_place(v, log_n, &fwd, Order::Dit)?;
+            self.h_transform(v, &plan)?;
         }
-        let [mut da, db, dc]: [CudaSlice<u32>; 3] = bufs.try_into().expect("three vectors");
-        launch!(self, Kernel::HPointwise, n, 256; &mut da, &db, &dc, &n32, &dz);
-        drop((db, dc));
-        self.ntt_in_place(&mut da, log_n, &inv, Order::Dif)?;
-        self.scale(&mut da, n32, log_n, &uncoset)?;
+        let h = self.h_quotient(bufs.try_into().expect("three vectors"), &plan)?;
         let after = then()?;
         tracing::debug!(ms = ms(clock), "h: queued");
-        self.record(
-            format!("h.uploads and kernels (3 x 2^{log_n}, 7 NTTs)"),
-            clock,
-            bytes,
-        )?;
-        Ok((da, after, Staged(staged)))
+        self.record(h_label(log_n), clock, bytes)?;
+        Ok((h, after, Staged(staged)))
     }
 
     /// The log2 of h's domain for evaluations of `len` points.

@@ -1,19 +1,22 @@
-//! The witness's G1 queries in one device call: the assignment (inputs and aux values) crosses
+//! The witness's queries in one device call: the assignment (inputs and aux values) crosses
 //! once; L sums over the aux values as they are, and A's and B's scalars are gathered from them
 //! on the device by their densities (kernels/groth16/density.cu) instead of being gathered on the
-//! host and sent again.
+//! host and sent again; B's serve B in G2 too. With h in the same call, a, b and c cross beside
+//! the witness's MSMs.
 
+use std::sync::mpsc::{channel, Sender};
 use std::time::Instant;
 
-use blstrs::{G1Projective, Scalar};
+use blstrs::{G1Projective, G2Projective, Scalar};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaViewMut};
-use group::Group;
 
 use super::backend::{launch, GpuBackend, GpuError};
 use super::kernels::Kernel;
-use super::msm::{msm_working_bytes, DeviceScalars};
-use super::ntt::h_working_bytes;
-use crate::groth16::{Assignment, G1Query, G1Sums, QuerySum, WitnessSums};
+use super::msm::{msm_working_bytes, DeviceScalars, GpuCurve};
+use super::ntt::{h_label, h_working_bytes, Staged};
+use super::resident::BasesKey;
+use crate::groth16::msm::MsmStats;
+use crate::groth16::{Assignment, G1Query, G1Sums, G2Sum, QuerySum, WitnessSums};
 use crate::srs::Srs;
 use crate::synth::Density;
 
@@ -33,66 +36,163 @@ impl GpuBackend {
         let uploaded = self.upload_assignment(&w, &mut on_device)?;
         self.stream.wait(&uploaded)?;
         let clock = self.record(assignment_label(&w), start, assignment_bytes(&w))?;
-        self.witness_kernels(srs, &w, &on_device, start, clock)
+        let (witness, _) = self.witness_kernels(srs, &w, &on_device, start, clock, false)?;
+        Ok(witness)
     }
 
-    /// Every G1 sum of a proof: h from a, b and c into its MSM over H, and the witness's
-    /// queries. The assignment's upload runs on the copy stream while h is transformed, so
-    /// only the first of a, b, c waits for its transfer.
+    /// Every G1 sum of a proof, and with `with_b_g2` B in G2: h from a, b and c into its MSM
+    /// over H, and the witness's queries. A thread of its own moves the assignment, then a, b
+    /// and c, across on the copy stream while the compute stream sums the witness's queries
+    /// (which wait only for the assignment) and then transforms each vector as it arrives:
+    /// the transfers run beside the MSMs instead of before them.
     pub(super) fn g1_on_device(
         &self,
         srs: &Srs,
         abc: [Vec<Scalar>; 3],
         w: Assignment<'_>,
+        with_b_g2: bool,
     ) -> Result<G1Sums, GpuError> {
         check_assignment(srs, &w)?;
+        let (_, b_len) = w.query_lengths();
+        if with_b_g2 && srs.b_g2.len() < b_len {
+            return Err(GpuError::Shape(format!(
+                "{} bases for the b_g2 query's {b_len} scalars",
+                srs.b_g2.len()
+            )));
+        }
         let log_n = Self::h_domain(abc[0].len())?;
         let n = 1usize << log_n;
         if n == 1 || srs.h.len() < n - 1 {
-            // No h to speak of, or bases that do not fit it: the two parts apart say which.
+            // No h to speak of, or bases that do not fit it: the parts apart say which.
             let start = Instant::now();
             let [a, b, c] = abc;
             let (h, _, h_took) = self.h_msm_on_device(&srs.h, Some((srs.id, "h")), a, b, c)?;
             let msm_h_took = start.elapsed().saturating_sub(h_took);
             let witness = self.witness_msms_on_device(srs, w)?;
+            let b_g2 = if with_b_g2 {
+                let clock = Instant::now();
+                let key = Some((srs.id, B_G2));
+                let (sum, _) = self.msm_on_device(&srs.b_g2, key, &w.b_scalars())?;
+                Some(G2Sum {
+                    sum,
+                    took: clock.elapsed(),
+                })
+            } else {
+                None
+            };
             return Ok(G1Sums {
                 h,
                 h_took,
                 msm_h_took,
                 witness,
+                b_g2,
             });
         }
         let _busy = self.occupy();
         let start = Instant::now();
-        let working = h_working_bytes(n)
+        let mut working = h_working_bytes(n)
             + msm_working_bytes::<G1Projective>(n - 1, true)
             + witness_working_bytes(&w);
+        if with_b_g2 {
+            working += msm_working_bytes::<G2Projective>(b_len, true);
+        }
         let h_bases = self.call_bases::<G1Projective>(
             &srs.h,
             n - 1,
             Some((srs.id, G1Query::H.name())),
             working,
         )?;
-        let mut on_device = self.assignment_buffers(&w)?;
-        let (h, uploaded, staged) =
-            self.h_kernels(abc, log_n, || self.upload_assignment(&w, &mut on_device))?;
-        let (h_took, h_sum, msm_h_took) = staged.free_beside(|| {
-            self.stream.synchronize()?;
-            let h_took = start.elapsed();
-            let clock = Instant::now();
-            let (h_sum, _) = self.msm_of_h(&h_bases, &h, log_n)?;
-            Ok::<_, GpuError>((h_took, h_sum, clock.elapsed()))
-        })?;
-        drop((h, h_bases));
-        self.stream.wait(&uploaded)?;
-        let start = Instant::now();
-        let witness = self.witness_kernels(srs, &w, &on_device, start, start)?;
-        Ok(G1Sums {
-            h: h_sum,
-            h_took,
-            msm_h_took,
-            witness,
+        let plan = self.h_plan(log_n)?;
+        let assignment = self.assignment_buffers(&w)?;
+        let mut vectors = Vec::with_capacity(3);
+        for v in abc.iter() {
+            vectors.push(self.device_for(v.len() * 8, n * 8)?);
+        }
+        let vectors: [CudaSlice<u32>; 3] = vectors.try_into().expect("three vectors");
+        let bytes = (3 * abc[0].len() * 32) as u64;
+        // Every upload may start now: its buffer exists.
+        self.copy.join(&self.stream)?;
+        std::thread::scope(|scope| {
+            let (assignment_tx, assignment_rx) = channel();
+            let (vector_tx, vector_rx) = channel();
+            let uploads = scope.spawn(move || {
+                self.upload_beside(&w, assignment, abc, vectors, assignment_tx, vector_tx)
+            });
+            let sums = (|| {
+                let Arrival {
+                    event,
+                    buf: on_device,
+                } = assignment_rx.recv().map_err(|_| uploads_stopped())?;
+                self.stream.wait(&event)?;
+                let clock = self.record(assignment_label(&w), start, assignment_bytes(&w))?;
+                let (witness, b_g2) =
+                    self.witness_kernels(srs, &w, &on_device, start, clock, with_b_g2)?;
+                drop(on_device);
+                // h's time counts from here: its transfers ran beside the witness's MSMs.
+                let h_start = Instant::now();
+                let mut transformed = Vec::with_capacity(3);
+                for _ in 0..3 {
+                    let Arrival { event, buf: mut v } =
+                        vector_rx.recv().map_err(|_| uploads_stopped())?;
+                    self.stream.wait(&event)?;
+                    self.h_transform(&mut v, &plan)?;
+                    transformed.push(v);
+                }
+                let h = self.h_quotient(transformed.try_into().expect("three"), &plan)?;
+                self.record(h_label(log_n), h_start, bytes)?;
+                self.stream.synchronize()?;
+                let h_took = h_start.elapsed();
+                let clock = Instant::now();
+                let (h_sum, _) = self.msm_of_h(&h_bases, &h, log_n)?;
+                Ok::<_, GpuError>(G1Sums {
+                    h: h_sum,
+                    h_took,
+                    msm_h_took: clock.elapsed(),
+                    witness,
+                    b_g2,
+                })
+            })();
+            // A failed transfer is the cause of whatever stopped the sums.
+            let uploaded = uploads.join().expect("the uploads do not panic");
+            uploaded.and(sums)
         })
+    }
+
+    /// The assignment, then a, b and c, into their device buffers on the copy stream (which
+    /// already waits for their allocation); each buffer is sent on with the event that fires
+    /// when its transfer is done. Once all are staged, the host vectors are freed here, off
+    /// the caller's path. Stops early, without error, when the receiver has gone.
+    fn upload_beside(
+        &self,
+        w: &Assignment<'_>,
+        mut assignment: OnDevice,
+        abc: [Vec<Scalar>; 3],
+        vectors: [CudaSlice<u32>; 3],
+        assignment_tx: Sender<Arrival<OnDevice>>,
+        vector_tx: Sender<Arrival<CudaSlice<u32>>>,
+    ) -> Result<(), GpuError> {
+        self.stream.context().bind_to_thread()?;
+        let event = self.upload_assignment(w, &mut assignment)?;
+        let arrival = Arrival {
+            event,
+            buf: assignment,
+        };
+        if assignment_tx.send(arrival).is_err() {
+            return Ok(());
+        }
+        // The host vectors are kept until every upload is staged: unmapping pages while other
+        // threads fill the staging halves halved their speed.
+        let mut staged = Vec::with_capacity(3);
+        for (mut buf, host) in vectors.into_iter().zip(abc) {
+            self.upload_on_copy(&host, &mut buf)?;
+            staged.push(host);
+            let event = self.copy.record_event(None)?;
+            if vector_tx.send(Arrival { event, buf }).is_err() {
+                return Ok(());
+            }
+        }
+        Staged(staged).free_beside(|| ());
+        Ok(())
     }
 
     /// Device buffers for the assignment's aux values and inputs.
@@ -117,7 +217,8 @@ impl GpuBackend {
     }
 
     /// L, A and B in G1 over the assignment on the device: L over the aux values as they are,
-    /// A's and B's scalars gathered by density. The caller holds the device and has made room.
+    /// A's and B's scalars gathered by density; with `with_b_g2`, B in G2 over the same
+    /// gathered scalars. The caller holds the device and has made room.
     fn witness_kernels(
         &self,
         srs: &Srs,
@@ -125,7 +226,8 @@ impl GpuBackend {
         on_device: &OnDevice,
         start: Instant,
         clock: Instant,
-    ) -> Result<WitnessSums, GpuError> {
+        with_b_g2: bool,
+    ) -> Result<(WitnessSums, Option<G2Sum>), GpuError> {
         let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
         let (a_len, b_len) = w.query_lengths();
         let OnDevice { aux, inputs } = on_device;
@@ -146,7 +248,18 @@ impl GpuBackend {
         self.gather(inputs, w.b_input_density, &mut b.slice_mut(0..b_in * 8))?;
         self.gather(aux, w.b_aux_density, &mut b.slice_mut(b_in * 8..))?;
         let b_g1 = self.query_msm(srs, G1Query::BG1, &b, b_len, start, start)?;
-        Ok(WitnessSums { l, a, b_g1 })
+        let b_g2 = if with_b_g2 {
+            let clock = Instant::now();
+            let (sum, _) =
+                self.resident_msm::<G2Projective>(&srs.b_g2, (srs.id, B_G2), &b, b_len, clock)?;
+            Some(G2Sum {
+                sum,
+                took: clock.elapsed(),
+            })
+        } else {
+            None
+        };
+        Ok((WitnessSums { l, a, b_g1 }, b_g2))
     }
 
     /// Σ scalars[..len]·bases over `query`, its bases resident; its time counts from `since`.
@@ -159,33 +272,43 @@ impl GpuBackend {
         since: Instant,
         clock: Instant,
     ) -> Result<QuerySum, GpuError> {
-        if len == 0 {
-            return Ok(QuerySum {
-                sum: G1Projective::identity(),
-                stats: Default::default(),
-                took: since.elapsed(),
-            });
-        }
-        let bases = self.call_bases::<G1Projective>(
+        let (sum, stats) = self.resident_msm(
             query.bases(srs),
+            (srs.id, query.name()),
+            scalars,
             len,
-            Some((srs.id, query.name())),
-            // Room for the witness's working memory was made with the call's.
-            0,
+            clock,
         )?;
-        let label = format!("msm_g1 {} ({len} points)", query.name());
+        Ok(QuerySum {
+            sum,
+            stats,
+            took: since.elapsed(),
+        })
+    }
+
+    /// Σ scalars[..len]·bases[..len] of scalars on the device, the bases kept resident under
+    /// `key` (when they fit).
+    fn resident_msm<C: GpuCurve>(
+        &self,
+        bases: &[C::Affine],
+        key: BasesKey,
+        scalars: &CudaSlice<u32>,
+        len: usize,
+        clock: Instant,
+    ) -> Result<(C, MsmStats), GpuError> {
+        if len == 0 {
+            return Ok((C::identity(), MsmStats::default()));
+        }
+        // Room for the working memory was made with the call's.
+        let bases = self.call_bases::<C>(bases, len, Some(key), 0)?;
+        let label = format!("msm_{} {} ({len} points)", C::NAME, key.1);
         let scalars = DeviceScalars {
             buf: scalars,
             positions: len,
             points: len,
             rev_bits: 0,
         };
-        let (sum, stats) = self.msm_kernels::<G1Projective>(&bases, scalars, &label, clock)?;
-        Ok(QuerySum {
-            sum,
-            stats,
-            took: since.elapsed(),
-        })
+        self.msm_kernels::<C>(&bases, scalars, &label, clock)
     }
 
     /// dst[..density.count()] <- the scalars of `src` whose bit is set in `density`, in order.
@@ -211,6 +334,20 @@ impl GpuBackend {
         launch!(self, Kernel::DensityGather, len, 256; src, &len32, &bits, &before, &mut *dst);
         Ok(())
     }
+}
+
+/// The key of B's G2 bases among the resident ones.
+pub(super) const B_G2: &str = "b_g2";
+
+/// A buffer whose transfer the copy stream has queued, and the event that fires when it is
+/// done.
+struct Arrival<T> {
+    event: CudaEvent,
+    buf: T,
+}
+
+fn uploads_stopped() -> GpuError {
+    GpuError::Shape("the uploads stopped before their buffer was sent".into())
 }
 
 /// The assignment's aux values and inputs on the device.

@@ -138,6 +138,15 @@ pub struct G1Sums {
     /// The MSM of h over H.
     pub msm_h_took: Duration,
     pub witness: WitnessSums,
+    /// B in G2, when the call was asked for it ([`Backend::g1_sums`]).
+    pub b_g2: Option<G2Sum>,
+}
+
+/// B's sum in G2 and how long it took.
+#[derive(Clone, Debug)]
+pub struct G2Sum {
+    pub sum: G2Projective,
+    pub took: Duration,
 }
 
 /// The heavy arithmetic of a proof. Implementations must be exact: the proof they help make is
@@ -202,8 +211,10 @@ pub trait Backend: Send + Sync {
         self.msm_g1(query.bases(srs), scalars)
     }
 
-    /// [`G1Sums`]: [`Backend::h_msm`] then [`Backend::witness_msms_g1`] by default; a device
-    /// backend overlaps the assignment's transfer with h.
+    /// [`G1Sums`]: [`Backend::h_msm`] then [`Backend::witness_msms_g1`] and, with `b_g2`, B in
+    /// G2 ([`Backend::msm_b_g2`] over B's scalars gathered here) by default. A device backend
+    /// moves the vectors across beside its MSMs and sums B in G2 from the scalars it gathered
+    /// there for B in G1.
     fn g1_sums(
         &self,
         srs: &Srs,
@@ -211,16 +222,28 @@ pub trait Backend: Send + Sync {
         b: Vec<Scalar>,
         c: Vec<Scalar>,
         w: Assignment<'_>,
+        b_g2: bool,
     ) -> Result<G1Sums, ProveError> {
         let clock = Instant::now();
         let (h, h_took) = self.h_msm(srs, a, b, c)?;
         let msm_h_took = clock.elapsed().saturating_sub(h_took);
         let witness = self.witness_msms_g1(srs, w)?;
+        let b_g2 = if b_g2 {
+            let clock = Instant::now();
+            let (sum, _) = self.msm_b_g2(srs, &w.b_scalars())?;
+            Some(G2Sum {
+                sum,
+                took: clock.elapsed(),
+            })
+        } else {
+            None
+        };
         Ok(G1Sums {
             h,
             h_took,
             msm_h_took,
             witness,
+            b_g2,
         })
     }
 

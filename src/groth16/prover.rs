@@ -48,8 +48,8 @@ mod secs {
     }
 }
 
-/// Proves one synthesized circuit with randomness `r`, `s`: [`prove_start`] then
-/// [`Started::finish`] on the same backend.
+/// Proves one synthesized circuit with randomness `r`, `s`: [`prove_start`] (B in G2 with the
+/// rest) then [`Started::finish`] on the same backend.
 pub fn prove(
     backend: &dyn Backend,
     srs: &Srs,
@@ -57,12 +57,13 @@ pub fn prove(
     r: Scalar,
     s: Scalar,
 ) -> Result<(Proof<blstrs::Bls12>, ProveTimings), ProveError> {
-    prove_start(backend, srs, synth, r, s)?.finish(backend, srs)
+    prove_start(backend, srs, synth, r, s, true)?.finish(backend, srs)
 }
 
 /// A proof whose G1 work is done (h, and the H, L, A and B MSMs in G1): what is left is B in
-/// G2 and the join. It holds only B's scalars, so the partition's other buffers are already
-/// freed, and the prover can take the next partition while this one finishes.
+/// G2, unless it was summed with them, and the join. It holds at most B's scalars, so the
+/// partition's other buffers are already freed, and the prover can take the next partition
+/// while this one finishes.
 pub struct Started {
     r: Scalar,
     s: Scalar,
@@ -70,24 +71,37 @@ pub struct Started {
     l_sum: G1Projective,
     a_sum: G1Projective,
     b_g1_sum: G1Projective,
-    b_scalars: Vec<Scalar>,
+    b_g2: BInG2,
     timings: ProveTimings,
+}
+
+/// B in G2 of a started proof: summed with its G1 work, or B's scalars for the finish to sum.
+/// One lives per partition in flight, beside G1 sums of the same size: kept inline.
+#[allow(clippy::large_enum_variant)]
+enum BInG2 {
+    Summed(G2Projective),
+    Scalars(Vec<Scalar>),
 }
 
 impl std::fmt::Debug for Started {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Started({} B scalars)", self.b_scalars.len())
+        match &self.b_g2 {
+            BInG2::Summed(_) => write!(f, "Started(B in G2 summed)"),
+            BInG2::Scalars(scalars) => write!(f, "Started({} B scalars)", scalars.len()),
+        }
     }
 }
 
-/// The first part of a proof: everything but B in G2. `synth` is consumed and its buffers are
-/// freed as they are used.
+/// The first part of a proof: everything but the join, and but B in G2 unless `with_b_g2` (a
+/// device backend then sums it from the B scalars it gathered for B in G1, beside its other
+/// work). `synth` is consumed and its buffers are freed as they are used.
 pub fn prove_start(
     backend: &dyn Backend,
     srs: &Srs,
     synth: SynthesizedProof,
     r: Scalar,
     s: Scalar,
+    with_b_g2: bool,
 ) -> Result<Started, ProveError> {
     let start = Instant::now();
     check_shape(srs, &synth)?;
@@ -114,18 +128,24 @@ pub fn prove_start(
         b_input_density: &b_input_density,
         b_aux_density: &b_aux_density,
     };
-    // B's scalars, kept for the finish (B in G2), are gathered on another core meanwhile.
+    // B's scalars, kept for a finish that sums B in G2, are gathered on another core meanwhile.
     let (sums, b_scalars) = std::thread::scope(|scope| {
-        let b_scalars = scope.spawn(|| w.b_scalars());
-        let sums = backend.g1_sums(srs, a, b, c, w);
-        (
-            sums,
-            b_scalars
-                .join()
-                .expect("gathering B's scalars does not panic"),
-        )
+        let b_scalars = (!with_b_g2).then(|| scope.spawn(|| w.b_scalars()));
+        let sums = backend.g1_sums(srs, a, b, c, w, with_b_g2);
+        let b_scalars =
+            b_scalars.map(|gather| gather.join().expect("gathering B's scalars does not panic"));
+        (sums, b_scalars)
     });
     let sums = sums?;
+    let b_g2 = match (sums.b_g2, b_scalars) {
+        (Some(summed), _) => {
+            t.msm_b_g2 = summed.took;
+            BInG2::Summed(summed.sum)
+        }
+        (None, Some(scalars)) => BInG2::Scalars(scalars),
+        // A backend that was asked for B in G2 and left it out: the finish sums it.
+        (None, None) => BInG2::Scalars(w.b_scalars()),
+    };
     (t.h_ntt, t.msm_h) = (sums.h_took, sums.msm_h_took);
     let (h_sum, witness) = (sums.h, sums.witness);
     (t.msm_l, t.l_scalars) = (witness.l.took, witness.l.stats);
@@ -140,19 +160,23 @@ pub fn prove_start(
         l_sum: witness.l.sum,
         a_sum: witness.a.sum,
         b_g1_sum: witness.b_g1.sum,
-        b_scalars,
+        b_g2,
         timings: t,
     })
 }
 
 impl Started {
-    /// Bytes this proof still holds on the heap (B's scalars).
+    /// Bytes this proof still holds on the heap (B's scalars, unless B in G2 is summed).
     pub fn heap_bytes(&self) -> usize {
-        self.b_scalars.capacity() * std::mem::size_of::<Scalar>()
+        match &self.b_g2 {
+            BInG2::Summed(_) => 0,
+            BInG2::Scalars(scalars) => scalars.capacity() * std::mem::size_of::<Scalar>(),
+        }
     }
 
-    /// B in G2 on `backend`, then the proof. `srs` must be the set the proof was started with.
-    /// The timings' total counts both parts, not the wait between them.
+    /// B in G2 on `backend` unless it is summed, then the proof. `srs` must be the set the
+    /// proof was started with. The timings' total counts both parts, not the wait between
+    /// them.
     pub fn finish(
         self,
         backend: &dyn Backend,
@@ -165,14 +189,20 @@ impl Started {
             l_sum,
             a_sum,
             b_g1_sum,
-            b_scalars,
+            b_g2,
             mut timings,
         } = self;
         let vk = &srs.vk;
         let begun = Instant::now();
-        let (b_g2_sum, _) = backend.msm_b_g2(srs, &b_scalars)?;
-        drop(b_scalars);
-        timings.msm_b_g2 = begun.elapsed();
+        let b_g2_sum = match b_g2 {
+            BInG2::Summed(sum) => sum,
+            BInG2::Scalars(scalars) => {
+                let (sum, _) = backend.msm_b_g2(srs, &scalars)?;
+                drop(scalars);
+                timings.msm_b_g2 = begun.elapsed();
+                sum
+            }
+        };
 
         let rs = r * s;
         let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + a_sum;
