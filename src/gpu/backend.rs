@@ -72,6 +72,33 @@ macro_rules! launch {
 }
 pub(super) use launch;
 
+/// The backend seen from one of its streams: work queued through a lane (its launches,
+/// allocations, transfers and stage records) runs on that stream, so MSMs on different lanes
+/// run side by side on the device. Everything else is the backend's.
+pub(super) struct Lane<'a> {
+    pub gpu: &'a GpuBackend,
+    pub stream: &'a Arc<CudaStream>,
+}
+
+impl std::ops::Deref for Lane<'_> {
+    type Target = GpuBackend;
+    fn deref(&self) -> &GpuBackend {
+        self.gpu
+    }
+}
+
+impl Lane<'_> {
+    /// [`GpuBackend::record`] for this lane's stream.
+    pub(super) fn record(
+        &self,
+        stage: String,
+        since: Instant,
+        bytes: u64,
+    ) -> Result<Instant, DriverError> {
+        self.gpu.record_on(self.stream, stage, since, bytes)
+    }
+}
+
 pub(super) fn grid(threads: usize, block: u32) -> LaunchConfig {
     let blocks = u32::try_from(threads.div_ceil(block as usize)).expect("grid fits in u32");
     LaunchConfig {
@@ -87,6 +114,8 @@ pub struct GpuBackend {
     pub(super) stream: Arc<CudaStream>,
     /// Where uploads that overlap the kernels run (ordered against `stream` by events).
     pub(super) copy: Arc<CudaStream>,
+    /// Streams of MSMs that run beside those of `stream` (ordered against it by events).
+    pub(super) side: [Arc<CudaStream>; SIDE_STREAMS],
     pub(super) kernels: Kernels,
     /// The device's streaming multiprocessors (what one wave of a kernel fills).
     pub(super) multiprocessors: u32,
@@ -104,6 +133,10 @@ pub struct GpuBackend {
     /// Page-locked halves every upload goes through.
     staging: Mutex<Staging>,
 }
+
+/// Streams beside the compute stream: the witness's MSMs (L, A, B in G1, B in G2) run on them
+/// while h and its MSM run on it.
+pub(super) const SIDE_STREAMS: usize = 4;
 
 /// The device's memory pool, where every buffer of ours comes from (cudarc allocates on the
 /// stream). It keeps what is freed instead of handing it back to the driver at every
@@ -184,6 +217,12 @@ impl GpuBackend {
             info: gpu.info.clone(),
             stream: gpu.ctx.new_stream()?,
             copy: gpu.ctx.new_stream()?,
+            side: [
+                gpu.ctx.new_stream()?,
+                gpu.ctx.new_stream()?,
+                gpu.ctx.new_stream()?,
+                gpu.ctx.new_stream()?,
+            ],
             kernels: Kernels::load(&module)?,
             multiprocessors: gpu
                 .ctx
@@ -227,10 +266,30 @@ impl GpuBackend {
         }
     }
 
-    /// Ends a stage begun at `since`: when stages are recorded, waits for the stream to run it
-    /// and keeps its time; otherwise the stream runs on without the host waiting.
+    /// The lane of the compute stream.
+    pub(super) fn lane(&self) -> Lane<'_> {
+        Lane {
+            gpu: self,
+            stream: &self.stream,
+        }
+    }
+
+    /// Ends a stage of the compute stream begun at `since`: when stages are recorded, waits for
+    /// the stream to run it and keeps its time; otherwise the stream runs on without the host
+    /// waiting.
     pub(super) fn record(
         &self,
+        stage: String,
+        since: Instant,
+        bytes: u64,
+    ) -> Result<Instant, DriverError> {
+        self.record_on(&self.stream, stage, since, bytes)
+    }
+
+    /// [`GpuBackend::record`] for a stage of `stream`.
+    fn record_on(
+        &self,
+        stream: &CudaStream,
         stage: String,
         since: Instant,
         bytes: u64,
@@ -238,7 +297,7 @@ impl GpuBackend {
         if !self.recording.load(Ordering::Relaxed) {
             return Ok(Instant::now());
         }
-        self.stream.synchronize()?;
+        stream.synchronize()?;
         let now = Instant::now();
         lock(&self.stages).push(StageTime {
             stage,

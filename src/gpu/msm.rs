@@ -13,7 +13,7 @@ use cudarc::driver::CudaSlice;
 use ff::Field;
 use group::Group;
 
-use super::backend::{launch, words, GpuBackend, GpuError, Words};
+use super::backend::{launch, words, GpuBackend, GpuError, Lane, Words};
 use super::kernels::Kernel;
 use super::resident::BasesKey;
 use crate::groth16::msm::MsmStats;
@@ -186,9 +186,11 @@ impl GpuBackend {
             points: n,
             rev_bits: 0,
         };
-        self.msm_kernels::<C>(&db, scalars, &label, clock)
+        self.lane().msm_kernels::<C>(&db, scalars, &label, clock)
     }
+}
 
+impl Lane<'_> {
     /// The MSM of scalars already on the device over bases on the device. The caller holds the
     /// device (`occupy`) and has made room for [`msm_working_bytes`].
     pub(super) fn msm_kernels<C: GpuCurve>(

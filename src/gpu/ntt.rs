@@ -338,7 +338,8 @@ impl GpuBackend {
             rev_bits: log_n,
         };
         let label = format!("msm_g1 {} ({} points)", G1Query::H.name(), n - 1);
-        self.msm_kernels::<G1Projective>(bases, scalars, &label, Instant::now())
+        self.lane()
+            .msm_kernels::<G1Projective>(bases, scalars, &label, Instant::now())
     }
 
     /// The NTT of `v` (a power-of-two length) over its domain: evaluations at omega^i, or with

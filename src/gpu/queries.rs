@@ -5,14 +5,14 @@
 //! the witness's MSMs.
 
 use std::sync::mpsc::{channel, Sender};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaViewMut};
 
-use super::backend::{launch, GpuBackend, GpuError};
+use super::backend::{launch, GpuBackend, GpuError, Lane};
 use super::kernels::Kernel;
-use super::msm::{msm_working_bytes, DeviceScalars, GpuCurve};
+use super::msm::{msm_working_bytes, CallBases, DeviceScalars, GpuCurve};
 use super::ntt::{h_label, h_working_bytes, Staged};
 use super::resident::BasesKey;
 use crate::groth16::msm::MsmStats;
@@ -30,13 +30,15 @@ impl GpuBackend {
         check_assignment(srs, &w)?;
         let _busy = self.occupy();
         let start = Instant::now();
-        self.room_for_call(witness_working_bytes(&w), None)?;
+        self.room_for_call(witness_working_bytes(&w, false), None)?;
         let mut on_device = self.assignment_buffers(&w)?;
         self.copy.join(&self.stream)?;
         let uploaded = self.upload_assignment(&w, &mut on_device)?;
         self.stream.wait(&uploaded)?;
         let clock = self.record(assignment_label(&w), start, assignment_bytes(&w))?;
-        let (witness, _) = self.witness_kernels(srs, &w, &on_device, start, clock, false)?;
+        let bases = self.witness_bases(srs, &w, false)?;
+        let ready = self.stream.record_event(None)?;
+        let (witness, _) = self.witness_kernels(&w, on_device, bases, &ready, start, clock)?;
         Ok(witness)
     }
 
@@ -90,12 +92,9 @@ impl GpuBackend {
         }
         let _busy = self.occupy();
         let start = Instant::now();
-        let mut working = h_working_bytes(n)
+        let working = h_working_bytes(n)
             + msm_working_bytes::<G1Projective>(n - 1, true)
-            + witness_working_bytes(&w);
-        if with_b_g2 {
-            working += msm_working_bytes::<G2Projective>(b_len, true);
-        }
+            + witness_working_bytes(&w, with_b_g2);
         let h_bases = self.call_bases::<G1Projective>(
             &srs.h,
             n - 1,
@@ -125,10 +124,14 @@ impl GpuBackend {
                 } = assignment_rx.recv().map_err(|_| uploads_stopped())?;
                 self.stream.wait(&event)?;
                 let clock = self.record(assignment_label(&w), start, assignment_bytes(&w))?;
-                let (witness, b_g2) =
-                    self.witness_kernels(srs, &w, &on_device, start, clock, with_b_g2)?;
-                drop(on_device);
-                // h's time counts from here: its transfers ran beside the witness's MSMs.
+                // The witness's MSMs on the side streams, from a thread of their own, while
+                // the compute stream takes h (its vectors still crossing) and its MSM.
+                let bases = self.witness_bases(srs, &w, with_b_g2)?;
+                let ready = self.stream.record_event(None)?;
+                let witness = scope.spawn(move || {
+                    self.stream.context().bind_to_thread()?;
+                    self.witness_kernels(&w, on_device, bases, &ready, start, clock)
+                });
                 let h_start = Instant::now();
                 let mut transformed = Vec::with_capacity(3);
                 for _ in 0..3 {
@@ -144,10 +147,12 @@ impl GpuBackend {
                 let h_took = h_start.elapsed();
                 let clock = Instant::now();
                 let (h_sum, _) = self.msm_of_h(&h_bases, &h, log_n)?;
+                let msm_h_took = clock.elapsed();
+                let (witness, b_g2) = witness.join().expect("the witness's MSMs do not panic")?;
                 Ok::<_, GpuError>(G1Sums {
                     h: h_sum,
                     h_took,
-                    msm_h_took: clock.elapsed(),
+                    msm_h_took,
                     witness,
                     b_g2,
                 })
@@ -216,99 +221,156 @@ impl GpuBackend {
         Ok(self.copy.record_event(None)?)
     }
 
-    /// L, A and B in G1 over the assignment on the device: L over the aux values as they are,
-    /// A's and B's scalars gathered by density; with `with_b_g2`, B in G2 over the same
-    /// gathered scalars. The caller holds the device and has made room.
-    fn witness_kernels(
+    /// The device copies of the witness's bases, L, A, B in G1 and with `with_b_g2` B in G2
+    /// (resident, or uploaded on the compute stream): made before the MSMs begin, so that the
+    /// side streams need only wait for the compute stream once.
+    fn witness_bases(
         &self,
         srs: &Srs,
         w: &Assignment<'_>,
-        on_device: &OnDevice,
-        start: Instant,
-        clock: Instant,
         with_b_g2: bool,
-    ) -> Result<(WitnessSums, Option<G2Sum>), GpuError> {
-        let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
+    ) -> Result<WitnessBases, GpuError> {
         let (a_len, b_len) = w.query_lengths();
-        let OnDevice { aux, inputs } = on_device;
-        let l = self.query_msm(srs, G1Query::L, aux, n_aux, start, clock)?;
-
-        let start = Instant::now();
-        let mut a = self.stream.alloc_zeros::<u32>(a_len.max(1) * 8)?;
-        if n_in > 0 {
-            self.stream
-                .memcpy_dtod(inputs, &mut a.slice_mut(0..n_in * 8))?;
-        }
-        self.gather(aux, w.a_aux_density, &mut a.slice_mut(n_in * 8..))?;
-        let a = self.query_msm(srs, G1Query::A, &a, a_len, start, start)?;
-
-        let start = Instant::now();
-        let mut b = self.stream.alloc_zeros::<u32>(b_len.max(1) * 8)?;
-        let b_in = w.b_input_density.count();
-        self.gather(inputs, w.b_input_density, &mut b.slice_mut(0..b_in * 8))?;
-        self.gather(aux, w.b_aux_density, &mut b.slice_mut(b_in * 8..))?;
-        let b_g1 = self.query_msm(srs, G1Query::BG1, &b, b_len, start, start)?;
-        let b_g2 = if with_b_g2 {
-            let clock = Instant::now();
-            let (sum, _) =
-                self.resident_msm::<G2Projective>(&srs.b_g2, (srs.id, B_G2), &b, b_len, clock)?;
-            Some(G2Sum {
-                sum,
-                took: clock.elapsed(),
-            })
-        } else {
-            None
+        let g1 = |query: G1Query, len: usize| {
+            self.bases_for::<G1Projective>(query.bases(srs), len, (srs.id, query.name()))
         };
-        Ok((WitnessSums { l, a, b_g1 }, b_g2))
-    }
-
-    /// Σ scalars[..len]·bases over `query`, its bases resident; its time counts from `since`.
-    fn query_msm(
-        &self,
-        srs: &Srs,
-        query: G1Query,
-        scalars: &CudaSlice<u32>,
-        len: usize,
-        since: Instant,
-        clock: Instant,
-    ) -> Result<QuerySum, GpuError> {
-        let (sum, stats) = self.resident_msm(
-            query.bases(srs),
-            (srs.id, query.name()),
-            scalars,
-            len,
-            clock,
-        )?;
-        Ok(QuerySum {
-            sum,
-            stats,
-            took: since.elapsed(),
+        Ok(WitnessBases {
+            l: g1(G1Query::L, w.aux.len())?,
+            a: g1(G1Query::A, a_len)?,
+            b_g1: g1(G1Query::BG1, b_len)?,
+            b_g2: match with_b_g2 {
+                true => self.bases_for::<G2Projective>(&srs.b_g2, b_len, (srs.id, B_G2))?,
+                false => None,
+            },
+            with_b_g2,
         })
     }
 
-    /// Σ scalars[..len]·bases[..len] of scalars on the device, the bases kept resident under
-    /// `key` (when they fit).
-    fn resident_msm<C: GpuCurve>(
+    /// `bases[..len]` on the device, kept resident under `key`; none for no scalars. Room for
+    /// the working memory was made with the call's.
+    fn bases_for<C: GpuCurve>(
         &self,
         bases: &[C::Affine],
+        len: usize,
         key: BasesKey,
+    ) -> Result<Option<CallBases>, GpuError> {
+        if len == 0 {
+            return Ok(None);
+        }
+        self.call_bases::<C>(bases, len, Some(key), 0).map(Some)
+    }
+
+    /// L, A and B in G1 over the assignment on the device, and B in G2 where its bases are
+    /// given, side by side on the side streams once `ready` (recorded behind the assignment's
+    /// arrival and the bases) has fired: A's and B's scalars are gathered by density on the
+    /// first, then each query sums on a stream of its own from a thread of its own (an MSM's
+    /// small stages wait on the host and leave most of the device idle). Returns once every
+    /// sum is back, so every buffer here is free to go. The caller holds the device and has
+    /// made room.
+    fn witness_kernels(
+        &self,
+        w: &Assignment<'_>,
+        on_device: OnDevice,
+        bases: WitnessBases,
+        ready: &CudaEvent,
+        start: Instant,
+        clock: Instant,
+    ) -> Result<(WitnessSums, Option<G2Sum>), GpuError> {
+        let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
+        let (a_len, b_len) = w.query_lengths();
+        let [l_lane, a_lane, b_lane, g2_lane] = self
+            .side
+            .each_ref()
+            .map(|stream| Lane { gpu: self, stream });
+        for lane in [&l_lane, &a_lane, &b_lane, &g2_lane] {
+            lane.stream.wait(ready)?;
+        }
+        let OnDevice { aux, inputs } = &on_device;
+        let gathered = Instant::now();
+        let mut a = l_lane.stream.alloc_zeros::<u32>(a_len.max(1) * 8)?;
+        if n_in > 0 {
+            l_lane
+                .stream
+                .memcpy_dtod(inputs, &mut a.slice_mut(0..n_in * 8))?;
+        }
+        l_lane.gather(aux, w.a_aux_density, &mut a.slice_mut(n_in * 8..))?;
+        let mut b = l_lane.stream.alloc_zeros::<u32>(b_len.max(1) * 8)?;
+        let b_in = w.b_input_density.count();
+        l_lane.gather(inputs, w.b_input_density, &mut b.slice_mut(0..b_in * 8))?;
+        l_lane.gather(aux, w.b_aux_density, &mut b.slice_mut(b_in * 8..))?;
+        let scalars_there = l_lane.stream.record_event(None)?;
+        for lane in [&a_lane, &b_lane, &g2_lane] {
+            lane.stream.wait(&scalars_there)?;
+        }
+        let on_thread = || self.stream.context().bind_to_thread();
+        let sums = std::thread::scope(|scope| {
+            let a_sum = scope.spawn(|| {
+                on_thread()?;
+                a_lane.query_sum::<G1Projective>(&bases.a, &a, a_len, "a", gathered, gathered)
+            });
+            let b_sum = scope.spawn(|| {
+                on_thread()?;
+                b_lane.query_sum::<G1Projective>(&bases.b_g1, &b, b_len, "b_g1", gathered, gathered)
+            });
+            let g2_sum = bases.with_b_g2.then(|| {
+                scope.spawn(|| {
+                    on_thread()?;
+                    g2_lane.query_sum::<G2Projective>(
+                        &bases.b_g2,
+                        &b,
+                        b_len,
+                        B_G2,
+                        gathered,
+                        gathered,
+                    )
+                })
+            });
+            let l = l_lane.query_sum::<G1Projective>(&bases.l, aux, n_aux, "l", start, clock);
+            let (a, b_g1) = (joined(a_sum), joined(b_sum));
+            let b_g2 = g2_sum.map(joined).transpose();
+            (l, a, b_g1, b_g2)
+        });
+        // Every lane has run its work (an MSM ends by reading its sums back); after a failure,
+        // what one left queued must still finish before the buffers below are freed.
+        for lane in [&l_lane, &a_lane, &b_lane, &g2_lane] {
+            lane.stream.synchronize()?;
+        }
+        let (l, a_sum, b_g1, b_g2) = sums;
+        let witness = WitnessSums {
+            l: l?.into(),
+            a: a_sum?.into(),
+            b_g1: b_g1?.into(),
+        };
+        let b_g2 = b_g2?.map(|(sum, _, took): (G2Projective, MsmStats, _)| G2Sum { sum, took });
+        drop((a, b, on_device));
+        Ok((witness, b_g2))
+    }
+}
+
+impl Lane<'_> {
+    /// Σ scalars[..len]·bases over the query `name` on this lane (the identity for no
+    /// scalars), with its time from `since`.
+    fn query_sum<C: GpuCurve>(
+        &self,
+        bases: &Option<CallBases>,
         scalars: &CudaSlice<u32>,
         len: usize,
+        name: &str,
+        since: Instant,
         clock: Instant,
-    ) -> Result<(C, MsmStats), GpuError> {
-        if len == 0 {
-            return Ok((C::identity(), MsmStats::default()));
-        }
-        // Room for the working memory was made with the call's.
-        let bases = self.call_bases::<C>(bases, len, Some(key), 0)?;
-        let label = format!("msm_{} {} ({len} points)", C::NAME, key.1);
+    ) -> Result<(C, MsmStats, Duration), GpuError> {
+        let Some(bases) = bases.as_ref().filter(|_| len > 0) else {
+            return Ok((C::identity(), MsmStats::default(), since.elapsed()));
+        };
+        let label = format!("msm_{} {name} ({len} points)", C::NAME);
         let scalars = DeviceScalars {
             buf: scalars,
             positions: len,
             points: len,
             rev_bits: 0,
         };
-        self.msm_kernels::<C>(&bases, scalars, &label, clock)
+        let (sum, stats) = self.msm_kernels::<C>(bases, scalars, &label, clock)?;
+        Ok((sum, stats, since.elapsed()))
     }
 
     /// dst[..density.count()] <- the scalars of `src` whose bit is set in `density`, in order.
@@ -333,6 +395,26 @@ impl GpuBackend {
         self.scan(&mut before, words)?;
         launch!(self, Kernel::DensityGather, len, 256; src, &len32, &bits, &before, &mut *dst);
         Ok(())
+    }
+}
+
+/// What a thread of one of the witness's MSMs returned.
+fn joined<T>(job: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    job.join().expect("an MSM's thread does not panic")
+}
+
+/// The witness's bases for one call ([`GpuBackend::witness_bases`]).
+struct WitnessBases {
+    l: Option<CallBases>,
+    a: Option<CallBases>,
+    b_g1: Option<CallBases>,
+    b_g2: Option<CallBases>,
+    with_b_g2: bool,
+}
+
+impl From<(G1Projective, MsmStats, Duration)> for QuerySum {
+    fn from((sum, stats, took): (G1Projective, MsmStats, Duration)) -> QuerySum {
+        QuerySum { sum, stats, took }
     }
 }
 
@@ -388,13 +470,20 @@ fn check_assignment(srs: &Srs, w: &Assignment<'_>) -> Result<(), GpuError> {
     Ok(())
 }
 
-/// Device bytes of the witness's queries: the assignment, one gathered query at a time, and
-/// the largest MSM's own memory.
-fn witness_working_bytes(w: &Assignment<'_>) -> usize {
+/// Device bytes of the witness's queries: the assignment, A's and B's gathered scalars, and the
+/// memory of every MSM (they run side by side), B in G2's with `with_b_g2`.
+fn witness_working_bytes(w: &Assignment<'_>, with_b_g2: bool) -> usize {
     let (a_len, b_len) = w.query_lengths();
     let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
-    (n_in + n_aux + a_len.max(b_len)) * 32
-        + msm_working_bytes::<G1Projective>(n_aux.max(a_len).max(b_len), true)
+    let g2 = match with_b_g2 {
+        true => msm_working_bytes::<G2Projective>(b_len, true),
+        false => 0,
+    };
+    (n_in + n_aux + a_len + b_len) * 32
+        + msm_working_bytes::<G1Projective>(n_aux, true)
+        + msm_working_bytes::<G1Projective>(a_len, true)
+        + msm_working_bytes::<G1Projective>(b_len, true)
+        + g2
 }
 
 fn assignment_bytes(w: &Assignment<'_>) -> u64 {
