@@ -142,7 +142,7 @@ pub struct PipelineOverrides {
     /// memory.budget_bytes (0: from the cgroup or MemTotal).
     #[arg(long)]
     budget_bytes: Option<u64>,
-    /// proving.finish: where B in G2 and the join run.
+    /// proving.finish: where B in G2 is summed (cpu, prover, held).
     #[arg(long, value_parser = finish_parser())]
     finish: Option<Finish>,
     /// proving.pce = false: synthesize on the full path only.

@@ -75,6 +75,7 @@ pub(super) use launch;
 /// The backend seen from one of its streams: work queued through a lane (its launches,
 /// allocations, transfers and stage records) runs on that stream, so MSMs on different lanes
 /// run side by side on the device. Everything else is the backend's.
+#[derive(Clone, Copy)]
 pub(super) struct Lane<'a> {
     pub gpu: &'a GpuBackend,
     pub stream: &'a Arc<CudaStream>,

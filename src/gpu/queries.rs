@@ -261,12 +261,13 @@ impl GpuBackend {
     }
 
     /// L, A and B in G1 over the assignment on the device, and B in G2 where its bases are
-    /// given, side by side on the side streams once `ready` (recorded behind the assignment's
-    /// arrival and the bases) has fired: A's and B's scalars are gathered by density on the
-    /// first, then each query sums on a stream of its own from a thread of its own (an MSM's
-    /// small stages wait on the host and leave most of the device idle). Returns once every
-    /// sum is back, so every buffer here is free to go. The caller holds the device and has
-    /// made room.
+    /// given, on the side streams once `ready` (recorded behind the assignment's arrival and
+    /// the bases) has fired: A's and B's scalars are gathered by density on the first, then
+    /// each query sums on a stream of its own from a thread of its own (an MSM's small stages
+    /// wait on the host and leave most of the device idle), where the device has the room for
+    /// all of them at once without letting resident bases go; else one after another on the
+    /// first. Returns once every sum is back, so every buffer here is free to go. The caller
+    /// holds the device and has made room for them one at a time.
     fn witness_kernels(
         &self,
         w: &Assignment<'_>,
@@ -302,34 +303,44 @@ impl GpuBackend {
         for lane in [&a_lane, &b_lane, &g2_lane] {
             lane.stream.wait(&scalars_there)?;
         }
-        let on_thread = || self.stream.context().bind_to_thread();
-        let sums = std::thread::scope(|scope| {
-            let a_sum = scope.spawn(|| {
-                on_thread()?;
-                a_lane.query_sum::<G1Projective>(&bases.a, &a, a_len, "a", gathered, gathered)
-            });
-            let b_sum = scope.spawn(|| {
-                on_thread()?;
-                b_lane.query_sum::<G1Projective>(&bases.b_g1, &b, b_len, "b_g1", gathered, gathered)
-            });
-            let g2_sum = bases.with_b_g2.then(|| {
-                scope.spawn(|| {
+        let sum_l = |lane: Lane<'_>| {
+            lane.query_sum::<G1Projective>(&bases.l, aux, n_aux, "l", start, clock)
+        };
+        let sum_a = |lane: Lane<'_>| {
+            lane.query_sum::<G1Projective>(&bases.a, &a, a_len, "a", gathered, gathered)
+        };
+        let sum_b = |lane: Lane<'_>| {
+            lane.query_sum::<G1Projective>(&bases.b_g1, &b, b_len, "b_g1", gathered, gathered)
+        };
+        let sum_g2 = |lane: Lane<'_>| {
+            lane.query_sum::<G2Projective>(&bases.b_g2, &b, b_len, B_G2, gathered, gathered)
+        };
+        let sums = if self.spare_bytes()? >= witness_side_by_side_bytes(w, bases.with_b_g2) {
+            let on_thread = || self.stream.context().bind_to_thread();
+            std::thread::scope(|scope| {
+                let a_sum = scope.spawn(|| {
                     on_thread()?;
-                    g2_lane.query_sum::<G2Projective>(
-                        &bases.b_g2,
-                        &b,
-                        b_len,
-                        B_G2,
-                        gathered,
-                        gathered,
-                    )
-                })
-            });
-            let l = l_lane.query_sum::<G1Projective>(&bases.l, aux, n_aux, "l", start, clock);
-            let (a, b_g1) = (joined(a_sum), joined(b_sum));
-            let b_g2 = g2_sum.map(joined).transpose();
-            (l, a, b_g1, b_g2)
-        });
+                    sum_a(a_lane)
+                });
+                let b_sum = scope.spawn(|| {
+                    on_thread()?;
+                    sum_b(b_lane)
+                });
+                let g2_sum = bases.with_b_g2.then(|| {
+                    scope.spawn(|| {
+                        on_thread()?;
+                        sum_g2(g2_lane)
+                    })
+                });
+                let l = sum_l(l_lane);
+                let (a, b_g1) = (joined(a_sum), joined(b_sum));
+                let b_g2 = g2_sum.map(joined).transpose();
+                (l, a, b_g1, b_g2)
+            })
+        } else {
+            let b_g2 = bases.with_b_g2.then(|| sum_g2(l_lane)).transpose();
+            (sum_l(l_lane), sum_a(l_lane), sum_b(l_lane), b_g2)
+        };
         // Every lane has run its work (an MSM ends by reading its sums back); after a failure,
         // what one left queued must still finish before the buffers below are freed.
         for lane in [&l_lane, &a_lane, &b_lane, &g2_lane] {
@@ -470,20 +481,34 @@ fn check_assignment(srs: &Srs, w: &Assignment<'_>) -> Result<(), GpuError> {
     Ok(())
 }
 
-/// Device bytes of the witness's queries: the assignment, A's and B's gathered scalars, and the
-/// memory of every MSM (they run side by side), B in G2's with `with_b_g2`.
+/// Device bytes of the witness's queries run one after another: the assignment, A's and B's
+/// gathered scalars, and the largest MSM's own memory (B in G2's too with `with_b_g2`).
 fn witness_working_bytes(w: &Assignment<'_>, with_b_g2: bool) -> usize {
-    let (a_len, b_len) = w.query_lengths();
     let (n_in, n_aux) = (w.inputs.len(), w.aux.len());
-    let g2 = match with_b_g2 {
-        true => msm_working_bytes::<G2Projective>(b_len, true),
-        false => 0,
-    };
-    (n_in + n_aux + a_len + b_len) * 32
-        + msm_working_bytes::<G1Projective>(n_aux, true)
-        + msm_working_bytes::<G1Projective>(a_len, true)
-        + msm_working_bytes::<G1Projective>(b_len, true)
-        + g2
+    let (a_len, b_len) = w.query_lengths();
+    let msms = witness_msm_bytes(w, with_b_g2);
+    (n_in + n_aux + a_len + b_len) * 32 + msms.into_iter().max().unwrap_or(0)
+}
+
+/// Device bytes the witness's MSMs need beyond [`witness_working_bytes`] to run side by side.
+fn witness_side_by_side_bytes(w: &Assignment<'_>, with_b_g2: bool) -> usize {
+    let msms = witness_msm_bytes(w, with_b_g2);
+    msms.iter().sum::<usize>() - msms.iter().max().unwrap_or(&0)
+}
+
+/// The working memory of each of the witness's MSMs: L, A, B in G1, B in G2 (none without
+/// `with_b_g2`).
+fn witness_msm_bytes(w: &Assignment<'_>, with_b_g2: bool) -> [usize; 4] {
+    let (a_len, b_len) = w.query_lengths();
+    [
+        msm_working_bytes::<G1Projective>(w.aux.len(), true),
+        msm_working_bytes::<G1Projective>(a_len, true),
+        msm_working_bytes::<G1Projective>(b_len, true),
+        match with_b_g2 {
+            true => msm_working_bytes::<G2Projective>(b_len, true),
+            false => 0,
+        },
+    ]
 }
 
 fn assignment_bytes(w: &Assignment<'_>) -> u64 {

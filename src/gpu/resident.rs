@@ -148,6 +148,13 @@ impl GpuBackend {
         }
     }
 
+    /// Device bytes a call can have without letting resident bases go: free, and idle in our
+    /// pool.
+    pub(super) fn spare_bytes(&self) -> Result<usize, DriverError> {
+        let (free, _) = self.stream.context().mem_get_info()?;
+        Ok(free + self.pool.idle_bytes()?)
+    }
+
     /// Room for one call's working memory, the pool's idle memory handed back or resident bases
     /// (but `keep`) let go if needed. A call
     /// that still does not fit (another process holds the memory) fails at its allocation.
