@@ -36,17 +36,20 @@ impl GpuBackend {
         let uploaded = self.upload_assignment(&w, &mut on_device)?;
         self.stream.wait(&uploaded)?;
         let clock = self.record(assignment_label(&w), start, assignment_bytes(&w))?;
-        let bases = self.witness_bases(srs, &w, false)?;
+        let mut work = self.witness_bases(srs, &w, false)?;
+        work.side_by_side = self.spare_bytes()?
+            >= witness_working_bytes(&w, false) + witness_side_by_side_bytes(&w, false);
         let ready = self.stream.record_event(None)?;
-        let (witness, _) = self.witness_kernels(&w, on_device, bases, &ready, start, clock)?;
+        let (witness, _) = self.witness_kernels(&w, on_device, work, &ready, start, clock)?;
         Ok(witness)
     }
 
     /// Every G1 sum of a proof, and with `with_b_g2` B in G2: h from a, b and c into its MSM
     /// over H, and the witness's queries. A thread of its own moves the assignment, then a, b
-    /// and c, across on the copy stream while the compute stream sums the witness's queries
-    /// (which wait only for the assignment) and then transforms each vector as it arrives:
-    /// the transfers run beside the MSMs instead of before them.
+    /// and c, across on the copy stream; once the assignment is there, the witness's MSMs run
+    /// on the side streams ([`GpuBackend::witness_kernels`]) while the compute stream
+    /// transforms each vector as it arrives and sums h over H: the transfers run beside the
+    /// MSMs instead of before them.
     pub(super) fn g1_on_device(
         &self,
         srs: &Srs,
@@ -126,11 +129,16 @@ impl GpuBackend {
                 let clock = self.record(assignment_label(&w), start, assignment_bytes(&w))?;
                 // The witness's MSMs on the side streams, from a thread of their own, while
                 // the compute stream takes h (its vectors still crossing) and its MSM.
-                let bases = self.witness_bases(srs, &w, with_b_g2)?;
+                let mut work = self.witness_bases(srs, &w, with_b_g2)?;
+                // What is yet to be allocated: the H MSM's memory and the witness's.
+                work.side_by_side = self.spare_bytes()?
+                    >= msm_working_bytes::<G1Projective>(n - 1, true)
+                        + witness_working_bytes(&w, with_b_g2)
+                        + witness_side_by_side_bytes(&w, with_b_g2);
                 let ready = self.stream.record_event(None)?;
                 let witness = scope.spawn(move || {
                     self.stream.context().bind_to_thread()?;
-                    self.witness_kernels(&w, on_device, bases, &ready, start, clock)
+                    self.witness_kernels(&w, on_device, work, &ready, start, clock)
                 });
                 let h_start = Instant::now();
                 let mut transformed = Vec::with_capacity(3);
@@ -229,12 +237,12 @@ impl GpuBackend {
         srs: &Srs,
         w: &Assignment<'_>,
         with_b_g2: bool,
-    ) -> Result<WitnessBases, GpuError> {
+    ) -> Result<WitnessWork, GpuError> {
         let (a_len, b_len) = w.query_lengths();
         let g1 = |query: G1Query, len: usize| {
             self.bases_for::<G1Projective>(query.bases(srs), len, (srs.id, query.name()))
         };
-        Ok(WitnessBases {
+        Ok(WitnessWork {
             l: g1(G1Query::L, w.aux.len())?,
             a: g1(G1Query::A, a_len)?,
             b_g1: g1(G1Query::BG1, b_len)?,
@@ -243,6 +251,7 @@ impl GpuBackend {
                 false => None,
             },
             with_b_g2,
+            side_by_side: false,
         })
     }
 
@@ -264,15 +273,15 @@ impl GpuBackend {
     /// given, on the side streams once `ready` (recorded behind the assignment's arrival and
     /// the bases) has fired: A's and B's scalars are gathered by density on the first, then
     /// each query sums on a stream of its own from a thread of its own (an MSM's small stages
-    /// wait on the host and leave most of the device idle), where the device has the room for
-    /// all of them at once without letting resident bases go; else one after another on the
-    /// first. Returns once every sum is back, so every buffer here is free to go. The caller
-    /// holds the device and has made room for them one at a time.
+    /// wait on the host and leave most of the device idle) when `work` says side by side (the
+    /// caller has found room for all of them at once without letting resident bases go), else
+    /// one after another on the first. Returns once every sum is back, so every buffer here is free to
+    /// go. The caller holds the device and has made room for them one at a time.
     fn witness_kernels(
         &self,
         w: &Assignment<'_>,
         on_device: OnDevice,
-        bases: WitnessBases,
+        work: WitnessWork,
         ready: &CudaEvent,
         start: Instant,
         clock: Instant,
@@ -303,19 +312,18 @@ impl GpuBackend {
         for lane in [&a_lane, &b_lane, &g2_lane] {
             lane.stream.wait(&scalars_there)?;
         }
-        let sum_l = |lane: Lane<'_>| {
-            lane.query_sum::<G1Projective>(&bases.l, aux, n_aux, "l", start, clock)
-        };
+        let sum_l =
+            |lane: Lane<'_>| lane.query_sum::<G1Projective>(&work.l, aux, n_aux, "l", start, clock);
         let sum_a = |lane: Lane<'_>| {
-            lane.query_sum::<G1Projective>(&bases.a, &a, a_len, "a", gathered, gathered)
+            lane.query_sum::<G1Projective>(&work.a, &a, a_len, "a", gathered, gathered)
         };
         let sum_b = |lane: Lane<'_>| {
-            lane.query_sum::<G1Projective>(&bases.b_g1, &b, b_len, "b_g1", gathered, gathered)
+            lane.query_sum::<G1Projective>(&work.b_g1, &b, b_len, "b_g1", gathered, gathered)
         };
         let sum_g2 = |lane: Lane<'_>| {
-            lane.query_sum::<G2Projective>(&bases.b_g2, &b, b_len, B_G2, gathered, gathered)
+            lane.query_sum::<G2Projective>(&work.b_g2, &b, b_len, B_G2, gathered, gathered)
         };
-        let sums = if self.spare_bytes()? >= witness_side_by_side_bytes(w, bases.with_b_g2) {
+        let sums = if work.side_by_side {
             let on_thread = || self.stream.context().bind_to_thread();
             std::thread::scope(|scope| {
                 let a_sum = scope.spawn(|| {
@@ -326,7 +334,7 @@ impl GpuBackend {
                     on_thread()?;
                     sum_b(b_lane)
                 });
-                let g2_sum = bases.with_b_g2.then(|| {
+                let g2_sum = work.with_b_g2.then(|| {
                     scope.spawn(|| {
                         on_thread()?;
                         sum_g2(g2_lane)
@@ -338,7 +346,7 @@ impl GpuBackend {
                 (l, a, b_g1, b_g2)
             })
         } else {
-            let b_g2 = bases.with_b_g2.then(|| sum_g2(l_lane)).transpose();
+            let b_g2 = work.with_b_g2.then(|| sum_g2(l_lane)).transpose();
             (sum_l(l_lane), sum_a(l_lane), sum_b(l_lane), b_g2)
         };
         // Every lane has run its work (an MSM ends by reading its sums back); after a failure,
@@ -414,13 +422,15 @@ fn joined<T>(job: std::thread::ScopedJoinHandle<'_, T>) -> T {
     job.join().expect("an MSM's thread does not panic")
 }
 
-/// The witness's bases for one call ([`GpuBackend::witness_bases`]).
-struct WitnessBases {
+/// The witness's MSMs in one call: their bases on the device ([`GpuBackend::witness_bases`]),
+/// whether B in G2 is one of them, and whether they run side by side.
+struct WitnessWork {
     l: Option<CallBases>,
     a: Option<CallBases>,
     b_g1: Option<CallBases>,
     b_g2: Option<CallBases>,
     with_b_g2: bool,
+    side_by_side: bool,
 }
 
 impl From<(G1Projective, MsmStats, Duration)> for QuerySum {
