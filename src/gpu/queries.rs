@@ -39,17 +39,16 @@ impl GpuBackend {
         let mut work = self.witness_bases(srs, &w, false)?;
         work.side_by_side = self.spare_bytes()?
             >= witness_working_bytes(&w, false) + witness_side_by_side_bytes(&w, false);
-        let ready = self.stream.record_event(None)?;
+        let ready = [self.stream.record_event(None)?];
         let (witness, _) = self.witness_kernels(&w, on_device, work, &ready, start, clock)?;
         Ok(witness)
     }
 
     /// Every G1 sum of a proof, and with `with_b_g2` B in G2: h from a, b and c into its MSM
-    /// over H, and the witness's queries. A thread of its own moves the assignment, then a, b
-    /// and c, across on the copy stream; once the assignment is there, the witness's MSMs run
-    /// on the side streams ([`GpuBackend::witness_kernels`]) while the compute stream
-    /// transforms each vector as it arrives and sums h over H: the transfers run beside the
-    /// MSMs instead of before them.
+    /// over H, and the witness's queries. A thread of its own moves a, b and c, then the
+    /// assignment, across on the copy stream; the compute stream transforms each vector as it
+    /// arrives and sums h over H, and once the assignment is there the witness's MSMs run on
+    /// the side streams ([`GpuBackend::witness_kernels`]) beside them.
     pub(super) fn g1_on_device(
         &self,
         srs: &Srs,
@@ -94,7 +93,6 @@ impl GpuBackend {
             });
         }
         let _busy = self.occupy();
-        let start = Instant::now();
         let working = h_working_bytes(n)
             + msm_working_bytes::<G1Projective>(n - 1, true)
             + witness_working_bytes(&w, with_b_g2);
@@ -121,25 +119,10 @@ impl GpuBackend {
                 self.upload_beside(&w, assignment, abc, vectors, assignment_tx, vector_tx)
             });
             let sums = (|| {
-                let Arrival {
-                    event,
-                    buf: on_device,
-                } = assignment_rx.recv().map_err(|_| uploads_stopped())?;
-                self.stream.wait(&event)?;
-                let clock = self.record(assignment_label(&w), start, assignment_bytes(&w))?;
-                // The witness's MSMs on the side streams, from a thread of their own, while
-                // the compute stream takes h (its vectors still crossing) and its MSM.
+                // The witness's bases before h's work is queued: the side streams then wait for
+                // nothing else of the compute stream's.
                 let mut work = self.witness_bases(srs, &w, with_b_g2)?;
-                // What is yet to be allocated: the H MSM's memory and the witness's.
-                work.side_by_side = self.spare_bytes()?
-                    >= msm_working_bytes::<G1Projective>(n - 1, true)
-                        + witness_working_bytes(&w, with_b_g2)
-                        + witness_side_by_side_bytes(&w, with_b_g2);
-                let ready = self.stream.record_event(None)?;
-                let witness = scope.spawn(move || {
-                    self.stream.context().bind_to_thread()?;
-                    self.witness_kernels(&w, on_device, work, &ready, start, clock)
-                });
+                let bases_ready = self.stream.record_event(None)?;
                 let h_start = Instant::now();
                 let mut transformed = Vec::with_capacity(3);
                 for _ in 0..3 {
@@ -150,6 +133,24 @@ impl GpuBackend {
                     transformed.push(v);
                 }
                 let h = self.h_quotient(transformed.try_into().expect("three"), &plan)?;
+                // The assignment crosses last: the witness's MSMs, on the side streams from a
+                // thread of their own, run beside h's last kernels and its MSM, off the path
+                // that bounds the call (a, b and c across, h, the H MSM).
+                let Arrival {
+                    event,
+                    buf: on_device,
+                } = assignment_rx.recv().map_err(|_| uploads_stopped())?;
+                // What is yet to be allocated: the H MSM's memory and the witness's.
+                work.side_by_side = self.spare_bytes()?
+                    >= msm_working_bytes::<G1Projective>(n - 1, true)
+                        + witness_working_bytes(&w, with_b_g2)
+                        + witness_side_by_side_bytes(&w, with_b_g2);
+                let witness = scope.spawn(move || {
+                    self.stream.context().bind_to_thread()?;
+                    let ready = [bases_ready, event];
+                    let clock = Instant::now();
+                    self.witness_kernels(&w, on_device, work, &ready, clock, clock)
+                });
                 self.record(h_label(log_n), h_start, bytes)?;
                 self.stream.synchronize()?;
                 let h_took = h_start.elapsed();
@@ -171,7 +172,7 @@ impl GpuBackend {
         })
     }
 
-    /// The assignment, then a, b and c, into their device buffers on the copy stream (which
+    /// a, b and c, then the assignment, into their device buffers on the copy stream (which
     /// already waits for their allocation); each buffer is sent on with the event that fires
     /// when its transfer is done. Once all are staged, the host vectors are freed here, off
     /// the caller's path. Stops early, without error, when the receiver has gone.
@@ -185,14 +186,6 @@ impl GpuBackend {
         vector_tx: Sender<Arrival<CudaSlice<u32>>>,
     ) -> Result<(), GpuError> {
         self.stream.context().bind_to_thread()?;
-        let event = self.upload_assignment(w, &mut assignment)?;
-        let arrival = Arrival {
-            event,
-            buf: assignment,
-        };
-        if assignment_tx.send(arrival).is_err() {
-            return Ok(());
-        }
         // The host vectors are kept until every upload is staged: unmapping pages while other
         // threads fill the staging halves halved their speed.
         let mut staged = Vec::with_capacity(3);
@@ -204,7 +197,14 @@ impl GpuBackend {
                 return Ok(());
             }
         }
-        Staged(staged).free_beside(|| ());
+        let event = self.upload_assignment(w, &mut assignment)?;
+        let arrival = Arrival {
+            event,
+            buf: assignment,
+        };
+        if assignment_tx.send(arrival).is_ok() {
+            Staged(staged).free_beside(|| ());
+        }
         Ok(())
     }
 
@@ -270,8 +270,8 @@ impl GpuBackend {
     }
 
     /// L, A and B in G1 over the assignment on the device, and B in G2 where its bases are
-    /// given, on the side streams once `ready` (recorded behind the assignment's arrival and
-    /// the bases) has fired: A's and B's scalars are gathered by density on the first, then
+    /// given, on the side streams once the `ready` events (behind the assignment's arrival and
+    /// the bases) have fired: A's and B's scalars are gathered by density on the first, then
     /// each query sums on a stream of its own from a thread of its own (an MSM's small stages
     /// wait on the host and leave most of the device idle) when `work` says side by side (the
     /// caller has found room for all of them at once without letting resident bases go), else
@@ -282,7 +282,7 @@ impl GpuBackend {
         w: &Assignment<'_>,
         on_device: OnDevice,
         work: WitnessWork,
-        ready: &CudaEvent,
+        ready: &[CudaEvent],
         start: Instant,
         clock: Instant,
     ) -> Result<(WitnessSums, Option<G2Sum>), GpuError> {
@@ -293,7 +293,9 @@ impl GpuBackend {
             .each_ref()
             .map(|stream| Lane { gpu: self, stream });
         for lane in [&l_lane, &a_lane, &b_lane, &g2_lane] {
-            lane.stream.wait(ready)?;
+            for event in ready {
+                lane.stream.wait(event)?;
+            }
         }
         let OnDevice { aux, inputs } = &on_device;
         let gathered = Instant::now();
