@@ -37,15 +37,16 @@ pub const LIVE_KEYS: [&str; 3] = [
 #[serde(rename_all = "lowercase")]
 pub enum Finish {
     /// In the same backend call as the G1 work, the prover slot held for it: a GPU sums it from
-    /// the B scalars it gathered for B in G1, beside its transfers.
+    /// the B scalars it gathered for B in G1, beside its other MSMs, and the host's cores are
+    /// left to synthesis (measured fastest with one GPU and 16 cores, 1.5x the proofs per hour
+    /// of `cpu`: docs/measurements/2026-12-05-h100-streams).
+    #[default]
     Held,
     /// On the prover's backend after the G1 work, the slot given back first: the next
     /// partition's device work begins meanwhile (and shares the device with it).
     Prover,
     /// On the host's cores, the slot given back first: the device takes the next partition
-    /// while the CPU does B in G2 (measured fastest with one GPU and 16 cores:
-    /// docs/measurements/2026-12-03-h200-split).
-    #[default]
+    /// while the CPU does B in G2.
     Cpu,
 }
 
