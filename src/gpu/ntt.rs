@@ -22,13 +22,24 @@ use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
 use crate::groth16::{G1Query, ProveError};
 
-/// Stages one pass of `fr_ntt_tiles` runs: a tile of 2^10 elements (32 KiB) and its twiddles.
+/// Elements one block of `fr_ntt_tiles` holds: 2^10 (32 KiB) and as many twiddles. A pass runs
+/// at most this many stages.
 const MAX_TILE_LOG: u32 = 10;
 
-/// Dynamic shared memory of one `fr_ntt_tiles` block of 2^k elements: the tile and its 2^k - 1
-/// twiddles.
-const fn tile_shared_bytes(k: u32) -> u32 {
-    32 << (k + 1)
+/// Columns a block of a strided pass takes side by side, at most: 2^2, so each row of its tile
+/// is a 128-byte line.
+const MAX_COLS_LOG: u32 = 2;
+
+/// Dynamic shared memory of one `fr_ntt_tiles` block of 2^tile_log elements: the tile and its
+/// twiddles (one fewer a column).
+const fn tile_shared_bytes(tile_log: u32) -> u32 {
+    32 << (tile_log + 1)
+}
+
+/// The log2 of the columns a block of the pass (s0, k) takes: as many as fit the tile, up to
+/// MAX_COLS_LOG, and only neighbours (one column where the stages are the lowest, s0 = 0).
+fn cols_log(s0: u32, k: u32) -> u32 {
+    s0.min(MAX_TILE_LOG - k).min(MAX_COLS_LOG)
 }
 
 /// The most dynamic shared memory `fr_ntt_tiles` asks for (above the 48 KiB a kernel gets
@@ -119,9 +130,10 @@ impl GpuBackend {
         let n = 1usize << log_n;
         let dif = u32::from(order == Order::Dif);
         for (s0, k) in passes(log_n, order) {
-            let shared = tile_shared_bytes(k);
-            launch!(self, Kernel::NttTiles, n / 2, 1u32 << (k - 1), shared;
-                &mut *v, &log_n, &s0, &k, &dif, &t.lo, &t.hi, &t.lo_bits);
+            let cols_log = cols_log(s0, k);
+            let shared = tile_shared_bytes(k + cols_log);
+            launch!(self, Kernel::NttTiles, n / 2, 1u32 << (k - 1 + cols_log), shared;
+                &mut *v, &log_n, &s0, &k, &dif, &t.lo, &t.hi, &t.lo_bits, &cols_log);
         }
         Ok(())
     }
@@ -433,5 +445,37 @@ mod tests {
             }
         }
         assert_eq!(passes(22, Order::Dit), vec![(0, 8), (8, 7), (15, 7)]);
+    }
+
+    #[test]
+    fn a_block_takes_neighbouring_columns_that_fit_its_tile() {
+        for log_n in 1..=28 {
+            for (s0, k) in passes(log_n, Order::Dit) {
+                let c = cols_log(s0, k);
+                assert!(
+                    k + c <= MAX_TILE_LOG,
+                    "{log_n}: the tile fits the shared memory"
+                );
+                assert!(
+                    c <= s0,
+                    "{log_n}: columns are neighbours below the stages' bits"
+                );
+                assert!(k + c <= log_n, "{log_n}: whole blocks");
+            }
+        }
+        let cols: Vec<u32> = passes(22, Order::Dit)
+            .iter()
+            .map(|&(s0, k)| cols_log(s0, k))
+            .collect();
+        assert_eq!(
+            cols,
+            vec![0, 2, 2],
+            "the strided passes of 2^22 read whole lines"
+        );
+        let cols: Vec<u32> = passes(27, Order::Dit)
+            .iter()
+            .map(|&(s0, k)| cols_log(s0, k))
+            .collect();
+        assert_eq!(cols, vec![0, 1, 1]);
     }
 }
