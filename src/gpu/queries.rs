@@ -168,6 +168,14 @@ impl GpuBackend {
             })();
             // A failed transfer is the cause of whatever stopped the sums.
             let uploaded = uploads.join().expect("the uploads do not panic");
+            if uploaded.is_err() || sums.is_err() {
+                // Buffers still waiting in the channels are freed when this scope ends, and
+                // their transfers may still be landing: the memory must not go to the next
+                // call's buffers before they have.
+                if let Err(e) = self.copy.synchronize() {
+                    tracing::warn!(error = %e, "copy stream after a failed call");
+                }
+            }
             uploaded.and(sums)
         })
     }
