@@ -29,12 +29,18 @@ FN fp2_t fp2_zero() { return {fp_zero(), fp_zero()}; }
 FN fp2_t fp2_one() { return {fp_one(), fp_zero()}; }
 FN bool fp2_is_zero(const fp2_t &a) { return fp_is_zero(a.c0) && fp_is_zero(a.c1); }
 FN fp2_t fp2_neg(const fp2_t &a) { return {fp_neg(a.c0), fp_neg(a.c1)}; }
+// (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2): one inversion in Fp; 0 gives 0.
+FN_CALL fp2_t fp2_inv(const fp2_t &a) {
+    fp_t t = fp_inv(fp_add(fp_mul(a.c0, a.c0), fp_mul(a.c1, a.c1)));
+    return {fp_mul(a.c0, t), fp_neg(fp_mul(a.c1, t))};
+}
 
 // The operations the curve code uses, on Fp2.
 FN fp2_t f_add(const fp2_t &a, const fp2_t &b) { return fp2_add(a, b); }
 FN fp2_t f_sub(const fp2_t &a, const fp2_t &b) { return fp2_sub(a, b); }
 FN fp2_t f_mul(const fp2_t &a, const fp2_t &b) { return fp2_mul(a, b); }
 FN fp2_t f_sqr(const fp2_t &a) { return fp2_sqr(a); }
+FN fp2_t f_inv(const fp2_t &a) { return fp2_inv(a); }
 FN fp2_t f_neg(const fp2_t &a) { return fp2_neg(a); }
 FN bool f_is_zero(const fp2_t &a) { return fp2_is_zero(a); }
 FN void f_set_zero(fp2_t &a) { a = fp2_zero(); }

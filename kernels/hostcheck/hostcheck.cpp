@@ -7,7 +7,7 @@
 #include <sstream>
 #include "ff/fr.cuh"
 #include "ff/fp2.cuh"
-#include "ec/xyzz.cuh"
+#include "ec/affine.cuh"
 #include "msm/digits.cuh"
 
 template <int N>
@@ -37,6 +37,51 @@ int main() {
             parse<12>(y, b.l);
             fp_t r = op == "fp_mul" ? fp_mul(a, b) : op == "fp_add" ? fp_add(a, b) : fp_sub(a, b);
             print<12>(r.l);
+        } else if (op == "fp_inv") {
+            fp_t a;
+            parse<12>(x, a.l);
+            fp_t r = fp_inv(a);
+            print<12>(r.l);
+        } else if (op == "fp2_inv") {
+            fp2_t a;
+            parse<12>(x, a.c0.l);
+            parse<12>(y, a.c1.l);
+            fp2_t r = fp2_inv(a);
+            print<12>(r.c0.l);
+            printf(" ");
+            print<12>(r.c1.l);
+        } else if (op == "g1_add_batch") {
+            // x, y: the pairs' first and second points, "px:py,..." (infinity 0:0); prints the
+            // sums as "x:y" separated by spaces.
+            affine_t<fp_t> p[32], q[32];
+            u32 count = 0;
+            for (const std::string *list : {&x, &y}) {
+                std::istringstream points(*list);
+                std::string point;
+                u32 k = 0;
+                while (std::getline(points, point, ',') && k < 32) {
+                    size_t colon = point.find(':');
+                    affine_t<fp_t> &dst = list == &x ? p[k] : q[k];
+                    parse<12>(point.substr(0, colon), dst.x.l);
+                    parse<12>(point.substr(colon + 1), dst.y.l);
+                    k++;
+                }
+                count = k;
+            }
+            affine_t<fp_t> out[32];
+            affine_add_batch<fp_t, 32>(
+                count,
+                [&](u32 k, affine_t<fp_t> &a, affine_t<fp_t> &b) {
+                    a = p[k];
+                    b = q[k];
+                },
+                [&](u32 k, const affine_t<fp_t> &sum) { out[k] = sum; });
+            for (u32 k = 0; k < count; k++) {
+                if (k) printf(" ");
+                print<12>(out[k].x.l);
+                printf(":");
+                print<12>(out[k].y.l);
+            }
         } else if (op == "fr_mul" || op == "fr_add" || op == "fr_sub" || op == "fr_from_mont") {
             fr_t a, b;
             parse<8>(x, a.l);

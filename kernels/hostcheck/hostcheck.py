@@ -35,6 +35,22 @@ def g1_add(a, b):
     return (x3, (lam * (x1 - x3) - y1) % P)
 
 
+def g1_mul(k, point):
+    acc = None
+    for bit in bin(k)[2:]:
+        acc = g1_add(acc, acc)
+        if bit == "1":
+            acc = g1_add(acc, point)
+    return acc
+
+
+def mont_point(point):
+    """A point (None for infinity) as the kernels hold it: Montgomery coordinates, "x:y"."""
+    if point is None:
+        return "0:0"
+    return f"{point[0] * RP % P:x}:{point[1] * RP % P:x}"
+
+
 def main():
     exe = sys.argv[1]
     rnd = random.Random(7)
@@ -57,6 +73,36 @@ def main():
         s0 = (a * a - a2 * a2) * rinv % P
         s1 = 2 * a * a2 * rinv % P
         cases.append((f"fp2_sqr {a:x} {a2:x} 0:0", f"{s0:096x} {s1:096x}"))
+    for _ in range(200):
+        a = rnd.choice(edge_p + [rnd.randrange(P)] * 4)
+        a1 = rnd.choice([0, rnd.randrange(P)])
+        x, x1 = a * pow(RP, -1, P) % P, a1 * pow(RP, -1, P) % P  # the values
+        inv = pow(x, -1, P) * RP % P if x else 0
+        cases.append((f"fp_inv {a:x}", f"{inv:096x}"))
+        norm = (x * x + x1 * x1) % P
+        n_inv = pow(norm, -1, P) if norm else 0
+        c0, c1 = x * n_inv * RP % P, -x1 * n_inv * RP % P
+        cases.append((f"fp2_inv {a:x} {a1:x}", f"{c0:096x} {c1 % P:096x}"))
+    # Batches of affine additions: chords, tangents, p = -q, infinity on either side; full
+    # batches and short ones.
+    gen = (GX, GY)
+    for count in [1, 2, 5, 31, 32, 32, 32]:
+        ps, qs = [], []
+        for _ in range(count):
+            p = g1_mul(rnd.randrange(1, 2**64), gen)
+            q = rnd.choice([g1_mul(rnd.randrange(1, 2**64), gen)] * 4 + ["same", "neg", "inf", "p_inf"])
+            if q == "same":
+                q = p
+            elif q == "neg":
+                q = (p[0], -p[1] % P)
+            elif q == "inf":
+                q = None
+            elif q == "p_inf":
+                p, q = None, p
+            ps.append(p)
+            qs.append(q)
+        want = " ".join(mont_point(g1_add(p, q)) for p, q in zip(ps, qs))
+        cases.append((f"g1_add_batch {','.join(map(mont_point, ps))} {','.join(map(mont_point, qs))}", want))
     for _ in range(300):
         a = rnd.choice(edge_r + [rnd.randrange(R)] * 4)
         b = rnd.choice(edge_r + [rnd.randrange(R)] * 4)
@@ -118,6 +164,11 @@ def main():
             if total != want or not in_range:
                 bad += 1
                 print("MISMATCH", case, total, want)
+        elif case.startswith("g1_add_batch"):
+            norm = lambda text: [tuple(int(v, 16) for v in pt.split(":")) for pt in text.split()]
+            if norm(got) != norm(want):
+                bad += 1
+                print("MISMATCH", case[:80], "\n  want", want[:200], "\n  got ", got[:200])
         elif got.strip() != want:
             bad += 1
             print("MISMATCH", case, "\n  want", want, "\n  got ", got)

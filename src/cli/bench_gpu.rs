@@ -1,5 +1,6 @@
-//! `cuzk bench gpu`: our GPU kernels timed on random inputs of a chosen size, with bases made in
-//! memory (no parameter file needed): one MSM, one NTT, h into its MSM, or a whole synthetic
+//! `cuzk bench gpu`: our GPU kernels timed on random inputs of a chosen size, with bases made on
+//! the device (sums of pairs from two small host tables of random points: no parameter file,
+//! seconds at 2^27 where the host took minutes): one MSM, one NTT, h into its MSM, or a whole synthetic
 //! partition shaped like a PoRep's (domain 2^log2, aux 97% of it, A over every aux variable, B
 //! over a quarter, witness 51% zeros / 47% ones). Bases stay resident as a parameter set's do;
 //! a warm-up run uploads them. Each run reports its wall time and the device's stage times.
@@ -90,7 +91,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
     )?;
     let n = 1usize << args.log2;
     let clock = Instant::now();
-    let work = Work::new(&args, n);
+    let work = Work::new(&args, n, &backend)?;
     let setup_s = clock.elapsed().as_secs_f64();
     backend.record_stages(true);
     let mut runs = Vec::new();
@@ -144,7 +145,7 @@ struct Work {
 }
 
 impl Work {
-    fn new(args: &GpuBenchArgs, n: usize) -> Work {
+    fn new(args: &GpuBenchArgs, n: usize, gpu: &GpuBackend) -> Result<Work> {
         let scalars = |len: usize, seed: u64| match args.scalars {
             ScalarShape::Random => random_scalars(len, seed),
             ScalarShape::Witness => witness(len, seed),
@@ -164,8 +165,8 @@ impl Work {
             GpuOp::Msm => {
                 w.s1 = scalars(n, 1);
                 w.srs = match args.curve {
-                    Curve::G1 => srs(random_bases::<G1Projective>(n, 11), Vec::new()),
-                    Curve::G2 => srs(Vec::new(), random_bases::<G2Projective>(n, 12)),
+                    Curve::G1 => srs(g1_points(gpu, n, 11)?, Vec::new()),
+                    Curve::G2 => srs(Vec::new(), g2_points(gpu, n, 12)?),
                 };
             }
             GpuOp::Ntt => w.s1 = random_scalars(n, 2),
@@ -175,13 +176,13 @@ impl Work {
                 w.s1 = random_scalars(constraints, 3);
                 w.s2 = random_scalars(constraints, 4);
                 w.s3 = random_scalars(constraints, 5);
-                let g1 = random_bases::<G1Projective>(n - 1, 13);
+                let g1 = g1_points(gpu, n - 1, 13)?;
                 if args.op == GpuOp::Partition {
                     w.aux = witness(constraints, 6);
                     w.full = Density::full(constraints);
                     w.b_density = random_density(constraints, 25, 7);
                     let b_len = w.b_density.count();
-                    let mut s = srs(g1, random_bases::<G2Projective>(b_len, 14));
+                    let mut s = srs(g1, g2_points(gpu, b_len, 14)?);
                     s.l = s.h[..constraints].to_vec();
                     s.a = s.l.clone();
                     s.b_g1 = s.h[..b_len].to_vec();
@@ -191,7 +192,7 @@ impl Work {
                 }
             }
         }
-        w
+        Ok(w)
     }
 
     /// One run; the seconds of its parts.
@@ -243,6 +244,28 @@ impl Work {
     }
 }
 
+/// `n` random G1 points made on the device from two tables of about √n host-made points.
+fn g1_points(gpu: &GpuBackend, n: usize, seed: u64) -> Result<Vec<G1Affine>> {
+    let (r, s) = tables(n);
+    let r_points = random_bases::<G1Projective>(r, seed);
+    let s_points = random_bases::<G1Projective>(s, seed ^ 0x5eed);
+    Ok(gpu.pair_sums_g1(&r_points, &s_points, n)?)
+}
+
+/// [`g1_points`] in G2.
+fn g2_points(gpu: &GpuBackend, n: usize, seed: u64) -> Result<Vec<G2Affine>> {
+    let (r, s) = tables(n);
+    let r_points = random_bases::<G2Projective>(r, seed);
+    let s_points = random_bases::<G2Projective>(s, seed ^ 0x5eed);
+    Ok(gpu.pair_sums_g2(&r_points, &s_points, n)?)
+}
+
+/// The tables' lengths for `n` pair sums: a power of two near √n, and enough rows.
+pub(super) fn tables(n: usize) -> (usize, usize) {
+    let r = 1usize << (n.max(1).ilog2().div_ceil(2));
+    (r, n.div_ceil(r).max(1))
+}
+
 /// Seconds `f` took.
 fn timed<T>(f: impl FnOnce() -> Result<T, ProveError>) -> Result<f64> {
     let clock = Instant::now();
@@ -287,4 +310,22 @@ fn witness(n: usize, seed: u64) -> Vec<Scalar> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_cover_every_size_with_about_root_n_points() {
+        for n in [1usize, 2, 3, 31, 1000, (1 << 22) - 1, 1 << 22, 1 << 27] {
+            let (r, s) = tables(n);
+            assert!(r.is_power_of_two(), "{n}");
+            assert!(r * s >= n, "{n}");
+            assert!(
+                r + s <= 4 * (n as f64).sqrt() as usize + 4,
+                "{n}: {r} + {s}"
+            );
+        }
+    }
 }

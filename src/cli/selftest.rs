@@ -29,6 +29,8 @@ pub enum Check {
     G2,
     /// L, A and B in G1 of a witness, A's and B's scalars gathered by density on the device.
     Queries,
+    /// The benchmarks' points: sums of pairs from two tables, made on the device.
+    Points,
 }
 
 #[derive(Args)]
@@ -94,6 +96,10 @@ pub fn run(args: SelftestArgs) -> Result<()> {
         }
         if wanted(Check::Queries) {
             t.queries(args.max_log2)?;
+        }
+        if wanted(Check::Points) {
+            t.points::<G1Projective>(args.max_log2)?;
+            t.points::<G2Projective>(args.max_log2)?;
         }
         failures += t.failures;
         checks += t.checks;
@@ -273,6 +279,47 @@ impl Tester<'_> {
 }
 
 impl Tester<'_> {
+    /// The benchmarks' points (sums of table pairs, made on the device) against the host's
+    /// sums, with tables that hold infinity, a point of the other table (a doubling) and its
+    /// negation (a sum at infinity).
+    fn points<C: TestCurve>(&mut self, max_log2: u32) -> Result<()> {
+        let mut lens: Vec<usize> = vec![1, 31, 32, 33, 1000, 4097];
+        lens.extend(sizes(max_log2, &[16, 20]).into_iter().map(|l| 1usize << l));
+        for (i, n) in lens.into_iter().enumerate() {
+            let (r_len, s_len) = super::bench_gpu::tables(n);
+            let mut r = random_bases::<C>(r_len.max(4), 600 + i as u64);
+            r.truncate(r_len);
+            let mut s = random_bases::<C>(s_len.max(2), 700 + i as u64);
+            s.truncate(s_len);
+            if r_len >= 4 {
+                r[1] = C::identity_affine();
+                r[2] = s[0];
+                r[3] = (-C::from(s[0])).to_affine();
+            }
+            if s_len >= 2 {
+                s[1] = C::identity_affine();
+            }
+            let clock = Instant::now();
+            let got = C::gpu_pair_sums(self.gpu, &r, &s, n)?;
+            let gpu_s = clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let log_r = r_len.trailing_zeros();
+            let sums: Vec<C> = (0..n)
+                .into_par_iter()
+                .map(|i| C::from(r[i & (r_len - 1)]) + C::from(s[i >> log_r]))
+                .collect();
+            let cpu_s = clock.elapsed().as_secs_f64();
+            let same = got.len() == n && got.par_iter().zip(&sums).all(|(g, w)| C::from(*g) == *w);
+            self.report(
+                same,
+                format!("points {} n {n} (tables {r_len} x {s_len})", C::NAME),
+                gpu_s,
+                cpu_s,
+            );
+        }
+        Ok(())
+    }
+
     /// The witness's G1 queries (L, A, B) on the device against the CPU: random densities of
     /// several fills, and the empty and full ones.
     fn queries(&mut self, max_log2: u32) -> Result<()> {
@@ -444,7 +491,10 @@ fn witness_scalars(n: usize, seed: u64) -> Vec<Scalar> {
 }
 
 pub(super) trait TestCurve:
-    MsmCurve + Curve<AffineRepr = <Self as MsmCurve>::Affine> + PartialEq
+    MsmCurve
+    + Curve<AffineRepr = <Self as MsmCurve>::Affine>
+    + From<<Self as MsmCurve>::Affine>
+    + PartialEq
 {
     fn identity_affine() -> <Self as MsmCurve>::Affine;
     const NAME: &'static str;
@@ -453,10 +503,16 @@ pub(super) trait TestCurve:
         bases: &[<Self as MsmCurve>::Affine],
         scalars: &[Scalar],
     ) -> Result<(Self, crate::groth16::msm::MsmStats)>;
+    fn gpu_pair_sums(
+        gpu: &GpuBackend,
+        r: &[<Self as MsmCurve>::Affine],
+        s: &[<Self as MsmCurve>::Affine],
+        n: usize,
+    ) -> Result<Vec<<Self as MsmCurve>::Affine>>;
 }
 
 macro_rules! test_curve {
-    ($proj:ty, $affine:ty, $name:literal, $msm:ident) => {
+    ($proj:ty, $affine:ty, $name:literal, $msm:ident, $pair_sums:ident) => {
         impl TestCurve for $proj {
             const NAME: &'static str = $name;
             fn identity_affine() -> $affine {
@@ -469,9 +525,17 @@ macro_rules! test_curve {
             ) -> Result<(Self, crate::groth16::msm::MsmStats)> {
                 Ok(gpu.$msm(bases, scalars)?)
             }
+            fn gpu_pair_sums(
+                gpu: &GpuBackend,
+                r: &[$affine],
+                s: &[$affine],
+                n: usize,
+            ) -> Result<Vec<$affine>> {
+                Ok(gpu.$pair_sums(r, s, n)?)
+            }
         }
     };
 }
 
-test_curve!(G1Projective, G1Affine, "g1", msm_g1);
-test_curve!(G2Projective, G2Affine, "g2", msm_g2);
+test_curve!(G1Projective, G1Affine, "g1", msm_g1, pair_sums_g1);
+test_curve!(G2Projective, G2Affine, "g2", msm_g2, pair_sums_g2);

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.cu"));
 
 /// Every kernel source, by the path `#include` names it with (relative to kernels/).
-pub const FILES: [(&str, &str); 14] = [
+pub const FILES: [(&str, &str); 16] = [
     (
         "util/common.cuh",
         include_str!("../../kernels/util/common.cuh"),
@@ -28,6 +28,7 @@ pub const FILES: [(&str, &str); 14] = [
     ("ff/fp.cuh", include_str!("../../kernels/ff/fp.cuh")),
     ("ff/fp2.cuh", include_str!("../../kernels/ff/fp2.cuh")),
     ("ec/xyzz.cuh", include_str!("../../kernels/ec/xyzz.cuh")),
+    ("ec/affine.cuh", include_str!("../../kernels/ec/affine.cuh")),
     ("ntt/ntt.cu", include_str!("../../kernels/ntt/ntt.cu")),
     ("groth16/h.cu", include_str!("../../kernels/groth16/h.cu")),
     (
@@ -39,6 +40,10 @@ pub const FILES: [(&str, &str); 14] = [
         include_str!("../../kernels/msm/digits.cuh"),
     ),
     ("msm/msm.cu", include_str!("../../kernels/msm/msm.cu")),
+    (
+        "bench/points.cu",
+        include_str!("../../kernels/bench/points.cu"),
+    ),
     PROGRAM,
 ];
 
@@ -67,10 +72,12 @@ pub enum Kernel {
     MsmFixupG2,
     MsmWindowLevelG1,
     MsmWindowLevelG2,
+    PairSumsG1,
+    PairSumsG2,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 21] = [
+    pub const ALL: [Kernel; 23] = [
         Kernel::ScanTiles,
         Kernel::ScanAdd,
         Kernel::BitReverse,
@@ -92,6 +99,8 @@ impl Kernel {
         Kernel::MsmFixupG2,
         Kernel::MsmWindowLevelG1,
         Kernel::MsmWindowLevelG2,
+        Kernel::PairSumsG1,
+        Kernel::PairSumsG2,
     ];
 
     /// The `extern "C"` name the sources give it.
@@ -118,6 +127,8 @@ impl Kernel {
             Kernel::MsmFixupG2 => "msm_fixup_g2",
             Kernel::MsmWindowLevelG1 => "msm_window_level_g1",
             Kernel::MsmWindowLevelG2 => "msm_window_level_g2",
+            Kernel::PairSumsG1 => "pair_sums_g1",
+            Kernel::PairSumsG2 => "pair_sums_g2",
         }
     }
 }

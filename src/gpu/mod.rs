@@ -3,7 +3,8 @@
 //! caller proves on the CPU), our kernels compiled by NVRTC ([`kernels`]), and [`GpuBackend`],
 //! the groth16 [`Backend`](crate::groth16::Backend) on one device: its context and stream,
 //! buffers and launches (`ntt`, `msm`), the parameter bases kept resident between proofs and the
-//! device memory every call needs (`resident`). [`select`] picks the backends the prover slots
+//! device memory every call needs (`resident`), and random points made on the device for
+//! benchmarks (`points`). [`select`] picks the backends the prover slots
 //! use. No other module touches cudarc.
 
 mod backend;
@@ -11,6 +12,7 @@ mod device;
 pub mod kernels;
 mod msm;
 mod ntt;
+mod points;
 mod queries;
 mod resident;
 mod select;

@@ -390,6 +390,8 @@ pub(super) trait GpuCurve: Group<Scalar = Scalar> + std::ops::AddAssign<Self> {
     const ACCUMULATE: Kernel;
     const FIXUP: Kernel;
     const WINDOW_LEVEL: Kernel;
+    /// Benchmark points as sums of table pairs (kernels/bench/points.cu).
+    const PAIR_SUMS: Kernel;
     /// (X, Y, ZZ, ZZZ) in Montgomery words -> Jacobian (X·ZZ·ZZZ², Y·ZZ³·ZZZ², ZZ·ZZZ).
     fn from_xyzz(words: &[u32]) -> Self;
 }
@@ -415,6 +417,7 @@ impl GpuCurve for G1Projective {
     const ACCUMULATE: Kernel = Kernel::MsmAccumulateG1;
     const FIXUP: Kernel = Kernel::MsmFixupG1;
     const WINDOW_LEVEL: Kernel = Kernel::MsmWindowLevelG1;
+    const PAIR_SUMS: Kernel = Kernel::PairSumsG1;
     fn from_xyzz(w: &[u32]) -> Self {
         let (x, y, zz, zzz) = (
             fp(&w[0..12]),
@@ -439,6 +442,7 @@ impl GpuCurve for G2Projective {
     const ACCUMULATE: Kernel = Kernel::MsmAccumulateG2;
     const FIXUP: Kernel = Kernel::MsmFixupG2;
     const WINDOW_LEVEL: Kernel = Kernel::MsmWindowLevelG2;
+    const PAIR_SUMS: Kernel = Kernel::PairSumsG2;
     fn from_xyzz(w: &[u32]) -> Self {
         let (x, y, zz, zzz) = (
             fp2(&w[0..24]),
