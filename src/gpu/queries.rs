@@ -140,24 +140,42 @@ impl GpuBackend {
                     event,
                     buf: on_device,
                 } = assignment_rx.recv().map_err(|_| uploads_stopped())?;
-                // What is yet to be allocated: the H MSM's memory and the witness's.
-                work.side_by_side = self.spare_bytes()?
-                    >= msm_working_bytes::<G1Projective>(n - 1, true)
-                        + witness_working_bytes(&w, with_b_g2)
-                        + witness_side_by_side_bytes(&w, with_b_g2);
+                // What is yet to be allocated: the H MSM's memory and the witness's. Where
+                // even one witness MSM at a time does not fit beside the H MSM, the witness's
+                // MSMs run first.
+                let spare = self.spare_bytes()?;
+                let (msm_h_bytes, witness_bytes) = (
+                    msm_working_bytes::<G1Projective>(n - 1, true),
+                    witness_working_bytes(&w, with_b_g2),
+                );
+                work.side_by_side = spare
+                    >= msm_h_bytes + witness_bytes + witness_side_by_side_bytes(&w, with_b_g2);
+                let beside_h = spare >= msm_h_bytes + witness_bytes;
                 let witness = scope.spawn(move || {
                     self.stream.context().bind_to_thread()?;
                     let ready = [bases_ready, event];
                     let clock = Instant::now();
                     self.witness_kernels(&w, on_device, work, &ready, clock, clock)
                 });
+                let witness_done = |job: std::thread::ScopedJoinHandle<'_, _>| {
+                    job.join().expect("the witness's MSMs do not panic")
+                };
+                let (witness, early) = if beside_h {
+                    (Some(witness), None)
+                } else {
+                    (None, Some(witness_done(witness)?))
+                };
                 self.record(h_label(log_n), h_start, bytes)?;
                 self.stream.synchronize()?;
                 let h_took = h_start.elapsed();
                 let clock = Instant::now();
                 let (h_sum, _) = self.msm_of_h(&h_bases, &h, log_n)?;
                 let msm_h_took = clock.elapsed();
-                let (witness, b_g2) = witness.join().expect("the witness's MSMs do not panic")?;
+                let (witness, b_g2) = match (early, witness) {
+                    (Some(done), _) => done,
+                    (None, Some(job)) => witness_done(job)?,
+                    (None, None) => unreachable!("the witness's MSMs ran first or run beside"),
+                };
                 Ok::<_, GpuError>(G1Sums {
                     h: h_sum,
                     h_took,
@@ -307,47 +325,63 @@ impl GpuBackend {
         }
         let OnDevice { aux, inputs } = &on_device;
         let gathered = Instant::now();
-        let mut a = l_lane.stream.alloc_zeros::<u32>(a_len.max(1) * 8)?;
-        if n_in > 0 {
-            l_lane
-                .stream
-                .memcpy_dtod(inputs, &mut a.slice_mut(0..n_in * 8))?;
-        }
-        l_lane.gather(aux, w.a_aux_density, &mut a.slice_mut(n_in * 8..))?;
-        let mut b = l_lane.stream.alloc_zeros::<u32>(b_len.max(1) * 8)?;
-        let b_in = w.b_input_density.count();
-        l_lane.gather(inputs, w.b_input_density, &mut b.slice_mut(0..b_in * 8))?;
-        l_lane.gather(aux, w.b_aux_density, &mut b.slice_mut(b_in * 8..))?;
-        let scalars_there = l_lane.stream.record_event(None)?;
-        for lane in [&a_lane, &b_lane, &g2_lane] {
-            lane.stream.wait(&scalars_there)?;
-        }
+        // A's and B's scalars gathered on the first lane; a failure there waits for what that
+        // lane has queued before the assignment it reads is freed.
+        let scalars = (|| {
+            let mut a = l_lane.stream.alloc_zeros::<u32>(a_len.max(1) * 8)?;
+            if n_in > 0 {
+                l_lane
+                    .stream
+                    .memcpy_dtod(inputs, &mut a.slice_mut(0..n_in * 8))?;
+            }
+            l_lane.gather(aux, w.a_aux_density, &mut a.slice_mut(n_in * 8..))?;
+            let mut b = l_lane.stream.alloc_zeros::<u32>(b_len.max(1) * 8)?;
+            let b_in = w.b_input_density.count();
+            l_lane.gather(inputs, w.b_input_density, &mut b.slice_mut(0..b_in * 8))?;
+            l_lane.gather(aux, w.b_aux_density, &mut b.slice_mut(b_in * 8..))?;
+            let scalars_there = l_lane.stream.record_event(None)?;
+            for lane in [&a_lane, &b_lane, &g2_lane] {
+                lane.stream.wait(&scalars_there)?;
+            }
+            Ok::<_, GpuError>((a, b))
+        })();
+        let (a, b) = match scalars {
+            Ok(ab) => ab,
+            Err(e) => {
+                if let Err(sync) = l_lane.stream.synchronize() {
+                    tracing::warn!(error = %sync, "a witness lane after a failed gather");
+                }
+                return Err(e);
+            }
+        };
+        // Each sum's time runs from `since`: the gather beside each other, the sum's own start
+        // one after another.
         let sum_l =
             |lane: Lane<'_>| lane.query_sum::<G1Projective>(&work.l, aux, n_aux, "l", start, clock);
-        let sum_a = |lane: Lane<'_>| {
-            lane.query_sum::<G1Projective>(&work.a, &a, a_len, "a", gathered, gathered)
+        let sum_a = |lane: Lane<'_>, since: Instant| {
+            lane.query_sum::<G1Projective>(&work.a, &a, a_len, "a", since, since)
         };
-        let sum_b = |lane: Lane<'_>| {
-            lane.query_sum::<G1Projective>(&work.b_g1, &b, b_len, "b_g1", gathered, gathered)
+        let sum_b = |lane: Lane<'_>, since: Instant| {
+            lane.query_sum::<G1Projective>(&work.b_g1, &b, b_len, "b_g1", since, since)
         };
-        let sum_g2 = |lane: Lane<'_>| {
-            lane.query_sum::<G2Projective>(&work.b_g2, &b, b_len, B_G2, gathered, gathered)
+        let sum_g2 = |lane: Lane<'_>, since: Instant| {
+            lane.query_sum::<G2Projective>(&work.b_g2, &b, b_len, B_G2, since, since)
         };
         let sums = if work.side_by_side {
             let on_thread = || self.stream.context().bind_to_thread();
             std::thread::scope(|scope| {
                 let a_sum = scope.spawn(|| {
                     on_thread()?;
-                    sum_a(a_lane)
+                    sum_a(a_lane, gathered)
                 });
                 let b_sum = scope.spawn(|| {
                     on_thread()?;
-                    sum_b(b_lane)
+                    sum_b(b_lane, gathered)
                 });
                 let g2_sum = work.with_b_g2.then(|| {
                     scope.spawn(|| {
                         on_thread()?;
-                        sum_g2(g2_lane)
+                        sum_g2(g2_lane, gathered)
                     })
                 });
                 let l = sum_l(l_lane);
@@ -356,8 +390,14 @@ impl GpuBackend {
                 (l, a, b_g1, b_g2)
             })
         } else {
-            let b_g2 = work.with_b_g2.then(|| sum_g2(l_lane)).transpose();
-            (sum_l(l_lane), sum_a(l_lane), sum_b(l_lane), b_g2)
+            let l = sum_l(l_lane);
+            let a = sum_a(l_lane, Instant::now());
+            let b_g1 = sum_b(l_lane, Instant::now());
+            let b_g2 = work
+                .with_b_g2
+                .then(|| sum_g2(l_lane, Instant::now()))
+                .transpose();
+            (l, a, b_g1, b_g2)
         };
         // Every lane has run its work (an MSM ends by reading its sums back); after a failure,
         // what one left queued must still finish before the buffers below are freed.
