@@ -29,7 +29,19 @@ FN_CALL fp_t fp_mul(fp_t a, fp_t b) {
     mont_mul<12>(r.l, a.l, b.l, FP_MODULUS, FP_INV);
     return r;
 }
-FN fp_t fp_sqr(const fp_t &a) { return fp_mul(a, a); }
+// The square apart from the product: its cross products are made once (222 wide multiply-adds
+// to the product's 288), and it is two of the mixed addition's ten products.
+FN_CALL fp_t fp_sqr(fp_t a) {
+    fp_t r;
+    mont_sqr<12>(r.l, a.l, FP_MODULUS, FP_INV);
+    return r;
+}
+// a·b - c·d with one reduction for the two products (Y of every point addition).
+FN_CALL fp_t fp_mul_sub(fp_t a, fp_t b, fp_t c, fp_t d) {
+    fp_t r;
+    mont_mul_sub<12>(r.l, a.l, b.l, c.l, d.l, FP_MODULUS, FP_INV);
+    return r;
+}
 FN fp_t fp_add(const fp_t &a, const fp_t &b) {
     fp_t r;
     mod_add<12>(r.l, a.l, b.l, FP_MODULUS);
@@ -77,6 +89,9 @@ FN fp_t f_add(const fp_t &a, const fp_t &b) { return fp_add(a, b); }
 FN fp_t f_sub(const fp_t &a, const fp_t &b) { return fp_sub(a, b); }
 FN fp_t f_mul(const fp_t &a, const fp_t &b) { return fp_mul(a, b); }
 FN fp_t f_sqr(const fp_t &a) { return fp_sqr(a); }
+FN fp_t f_mul_sub(const fp_t &a, const fp_t &b, const fp_t &c, const fp_t &d) {
+    return fp_mul_sub(a, b, c, d);
+}
 FN fp_t f_inv(const fp_t &a) { return fp_inv(a); }
 FN fp_t f_neg(const fp_t &a) { return fp_neg(a); }
 FN bool f_is_zero(const fp_t &a) { return fp_is_zero(a); }

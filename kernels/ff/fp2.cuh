@@ -40,6 +40,9 @@ FN fp2_t f_add(const fp2_t &a, const fp2_t &b) { return fp2_add(a, b); }
 FN fp2_t f_sub(const fp2_t &a, const fp2_t &b) { return fp2_sub(a, b); }
 FN fp2_t f_mul(const fp2_t &a, const fp2_t &b) { return fp2_mul(a, b); }
 FN fp2_t f_sqr(const fp2_t &a) { return fp2_sqr(a); }
+FN fp2_t f_mul_sub(const fp2_t &a, const fp2_t &b, const fp2_t &c, const fp2_t &d) {
+    return fp2_sub(fp2_mul(a, b), fp2_mul(c, d));
+}
 FN fp2_t f_inv(const fp2_t &a) { return fp2_inv(a); }
 FN fp2_t f_neg(const fp2_t &a) { return fp2_neg(a); }
 FN bool f_is_zero(const fp2_t &a) { return fp2_is_zero(a); }

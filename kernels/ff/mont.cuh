@@ -223,6 +223,140 @@ FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
     even[N - 1] = addc(even[N - 1], 0);
     sub_if_not_below<N>(r, even, m);
 }
+
+// mont_row with a second product: the running sum takes a·x and c·y, then q·m.
+template <int N>
+FN void mont_row2(u32 *lo, u32 *hi, const u32 *a, u32 x, const u32 *c, u32 y, const u32 *m,
+                  u32 inv, bool first) {
+    if (first) {
+        mul_pairs<N>(hi, a + 1, x);
+        mul_pairs<N>(lo, a, x);
+    } else {
+        lo[0] = add_cc(lo[0], hi[1]);
+        mad_pairs_shifted<N>(hi, a + 1, x);
+        mad_pairs<N>(lo, a, x);
+        hi[N - 1] = addc(hi[N - 1], 0);
+    }
+    mad_pairs<N>(hi, c + 1, y);  // no carry out (three spare bits)
+    mad_pairs<N>(lo, c, y);
+    hi[N - 1] = addc(hi[N - 1], 0);
+    u32 q = lo[0] * inv;
+    mad_pairs<N>(hi, m + 1, q);
+    mad_pairs<N>(lo, m, q);
+    hi[N - 1] = addc(hi[N - 1], 0);
+}
+
+// r = (a·b - c·d) / 2^(32N) mod m as a·b + c·(m - d), the two products in one Montgomery
+// reduction: each row takes a·b_i and c·e_i, then q·m. For moduli below 2^(32N) / 8 (three spare bits, as Fp has): the
+// running sum's odd half then takes three products without a carry out, and the result is
+// below (2m^2 + 2^(32N)·m) / 2^(32N) < 2m.
+template <int N>
+FN void mont_mul_sub(u32 *r, const u32 *a, const u32 *b, const u32 *c, const u32 *d,
+                     const u32 *m, u32 inv) {
+    u32 e[N];  // m - d <= m: below the same bound as the operands (m for d = 0 is fine)
+    sub_words<N>(e, m, d);
+    u32 even[N], odd[N];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        mont_row2<N>(even, odd, a, b[i], c, e[i], m, inv, i == 0);
+        mont_row2<N>(odd, even, a, b[i + 1], c, e[i + 1], m, inv, false);
+    }
+    even[0] = add_cc(even[0], odd[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], odd[j + 1]);
+    even[N - 1] = addc(even[N - 1], 0);
+    sub_if_not_below<N>(r, even, m);
+}
+
+// Row i of the square's cross products: a_i·a_j for j = j0, j0 + 2, ... < N at words i + j,
+// i + j + 1 of acc (2N words), one chain, its carry added into the word above its top. Each of
+// the two sums takes every row's chain of one parity, and there each carry word is shared by
+// two consecutive rows and lies above every earlier row's top: it holds at most the other
+// row's carry when a carry lands in it, so no carry goes further.
+template <int N>
+FN void cross_chain(u32 *acc, const u32 *a, int i, int j0) {
+    if (j0 >= N) return;
+    acc[i + j0] = mad_lo_cc(a[j0], a[i], acc[i + j0]);
+    acc[i + j0 + 1] = madc_hi_cc(a[j0], a[i], acc[i + j0 + 1]);
+    int j = j0 + 2;
+#pragma unroll
+    for (; j < N; j += 2) {
+        acc[i + j] = madc_lo_cc(a[j], a[i], acc[i + j]);
+        acc[i + j + 1] = madc_hi_cc(a[j], a[i], acc[i + j + 1]);
+    }
+    acc[i + j] = addc(acc[i + j], 0);  // j is the last j + 2: the word above the top
+}
+
+// One row of a Montgomery reduction alone, on the running sum lo + 2^32·hi as in mont_row
+// (the caller swaps the roles every row): q·m with q chosen to clear word 0. A row after the
+// first divides the sum by 2^32 first, in the same chain as the odd limbs' products.
+template <int N>
+FN void redc_row(u32 *lo, u32 *hi, const u32 *m, u32 inv, bool first) {
+    if (first) {
+        u32 q = lo[0] * inv;
+        mul_pairs<N>(hi, m + 1, q);
+        mad_pairs<N>(lo, m, q);
+    } else {
+        lo[0] = add_cc(lo[0], hi[1]);  // its carry is worth 2^32: hi[0]'s weight
+        u32 q = lo[0] * inv;           // touches no flag
+        mad_pairs_shifted<N>(hi, m + 1, q);
+        mad_pairs<N>(lo, m, q);
+    }
+    hi[N - 1] = addc(hi[N - 1], 0);  // lo's carry out is worth 2^(32N): hi[N-1]'s
+}
+
+// Montgomery squaring: r = a^2 / 2^(32N) mod m, for m < 2^(32N) / 2 and N even. The cross
+// products a_i·a_j (i < j) once, doubled, the squares a_i^2 added in the same chain, then the
+// low half reduced and the high half added: N(N-1)/2 + N + N^2 wide multiply-adds where the
+// product takes 2N^2.
+template <int N>
+FN void mont_sqr(u32 *r, const u32 *a, const u32 *m, u32 inv) {
+    // e takes the chains that start at even words (j of i's parity), o those at odd ones.
+    u32 e[2 * N], o[2 * N];
+#pragma unroll
+    for (int k = 0; k < 2 * N; k++) e[k] = o[k] = 0;
+#pragma unroll
+    for (int i = 0; i < N - 1; i++) {
+        cross_chain<N>(e, a, i, i + 2);
+        cross_chain<N>(o, a, i, i + 1);
+    }
+    // t = e + o, the cross products' sum (below a^2 / 2: no carry out).
+    u32 t[2 * N];
+    t[0] = add_cc(e[0], o[0]);
+#pragma unroll
+    for (int k = 1; k < 2 * N - 1; k++) t[k] = addc_cc(e[k], o[k]);
+    t[2 * N - 1] = addc(e[2 * N - 1], o[2 * N - 1]);
+    // s = 2t + Σ a_i^2 at words 2i, 2i + 1: one chain, no carry out (s = a^2).
+    u32 s[2 * N];
+    s[0] = mad_lo_cc(a[0], a[0], t[0] << 1);
+    s[1] = madc_hi_cc(a[0], a[0], (t[1] << 1) | (t[0] >> 31));
+#pragma unroll
+    for (int i = 1; i < N - 1; i++) {
+        s[2 * i] = madc_lo_cc(a[i], a[i], (t[2 * i] << 1) | (t[2 * i - 1] >> 31));
+        s[2 * i + 1] = madc_hi_cc(a[i], a[i], (t[2 * i + 1] << 1) | (t[2 * i] >> 31));
+    }
+    s[2 * N - 2] = madc_lo_cc(a[N - 1], a[N - 1], (t[2 * N - 2] << 1) | (t[2 * N - 3] >> 31));
+    s[2 * N - 1] = madc_hi(a[N - 1], a[N - 1], (t[2 * N - 1] << 1) | (t[2 * N - 2] >> 31));
+    // (s_low + q·m) / 2^(32N) < m + 1 by rows as in mont_mul, starting from s's low half.
+    u32 even[N], odd[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) even[k] = s[k];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        redc_row<N>(even, odd, m, inv, i == 0);
+        redc_row<N>(odd, even, m, inv, false);
+    }
+    // even + odd / 2^32 (odd[0] = 0), then + s's high half (a^2 / 2^(32N) < m / 2): below 2m.
+    even[0] = add_cc(even[0], odd[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], odd[j + 1]);
+    even[N - 1] = addc(even[N - 1], 0);
+    even[0] = add_cc(even[0], s[N]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], s[N + j]);
+    even[N - 1] = addc(even[N - 1], s[2 * N - 1]);
+    sub_if_not_below<N>(r, even, m);
+}
 #else
 // r = t - m if t (N + 1 words) >= m, else t: t < 2m.
 template <int N>
@@ -314,6 +448,20 @@ FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
         t[N] = t[N + 1] + (u32)(c >> 32);
     }
     mont_final<N>(r, t, m);
+}
+
+template <int N>
+FN void mont_sqr(u32 *r, const u32 *a, const u32 *m, u32 inv) {
+    mont_mul<N>(r, a, a, m, inv);
+}
+
+template <int N>
+FN void mont_mul_sub(u32 *r, const u32 *a, const u32 *b, const u32 *c, const u32 *d,
+                     const u32 *m, u32 inv) {
+    u32 ab[N], cd[N];
+    mont_mul<N>(ab, a, b, m, inv);
+    mont_mul<N>(cd, c, d, m, inv);
+    mod_sub<N>(r, ab, cd, m);
 }
 #endif
 

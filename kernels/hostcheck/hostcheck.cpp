@@ -31,12 +31,24 @@ int main() {
         std::istringstream in(line);
         std::string op, x, y, z;
         in >> op >> x >> y >> z;
-        if (op == "fp_mul" || op == "fp_add" || op == "fp_sub") {
+        if (op == "fp_mul" || op == "fp_add" || op == "fp_sub" || op == "fp_sqr") {
             fp_t a, b;
             parse<12>(x, a.l);
             parse<12>(y, b.l);
-            fp_t r = op == "fp_mul" ? fp_mul(a, b) : op == "fp_add" ? fp_add(a, b) : fp_sub(a, b);
+            fp_t r = op == "fp_mul"   ? fp_mul(a, b)
+                     : op == "fp_add" ? fp_add(a, b)
+                     : op == "fp_sub" ? fp_sub(a, b)
+                                      : fp_sqr(a);
             print<12>(r.l);
+        } else if (op == "fp_mul_sub") {
+            // x = a, y = b, z = "c:d"
+            fp_t a, b, c, d;
+            parse<12>(x, a.l);
+            parse<12>(y, b.l);
+            size_t colon = z.find(':');
+            parse<12>(z.substr(0, colon), c.l);
+            parse<12>(z.substr(colon + 1), d.l);
+            print<12>(fp_mul_sub(a, b, c, d).l);
         } else if (op == "fp_inv") {
             fp_t a;
             parse<12>(x, a.l);

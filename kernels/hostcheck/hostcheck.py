@@ -62,6 +62,7 @@ def main():
         b = rnd.choice(edge_p + [rnd.randrange(P)] * 4)
         rinv = pow(2**384, -1, P)
         cases.append((f"fp_mul {a:x} {b:x}", f"{a * b * rinv % P:096x}"))
+        cases.append((f"fp_sqr {a:x} 0", f"{a * a * rinv % P:096x}"))
         cases.append((f"fp_add {a:x} {b:x}", f"{(a + b) % P:096x}"))
         cases.append((f"fp_sub {a:x} {b:x}", f"{(a - b) % P:096x}"))
         a2 = rnd.randrange(P)
@@ -118,6 +119,22 @@ def main():
             b = rnd.choice([modulus - 1, rnd.randrange(modulus), modulus - 1 - rnd.randrange(2**32)])
             want = a * b * pow(radix, -1, modulus) % modulus
             cases.append((f"{op}_mul {a:x} {b:x}", f"{want:0{bits // 4}x}"))
+            if op == "fp":
+                cases.append((f"fp_sqr {a:x} 0", f"{a * a * pow(radix, -1, modulus) % modulus:096x}"))
+    # a·b - c·d in one reduction: edges, zeros, operands near p.
+    for _ in range(2000):
+        a, b, c, d = (
+            rnd.choice(edge_p + [rnd.randrange(P), P - 1 - rnd.randrange(2**rnd.choice([8, 64, 200]))])
+            for _ in range(4)
+        )
+        want = (a * b - c * d) * pow(2**384, -1, P) % P
+        cases.append((f"fp_mul_sub {a:x} {b:x} {c:x}:{d:x}", f"{want:096x}"))
+    # Squares whose limbs are mostly all ones or mostly zeros (below p): the cross products'
+    # carry words at their fullest and emptiest.
+    for _ in range(1000):
+        words = [rnd.choice([0xFFFFFFFF, 0xFFFFFFFF, 0, rnd.getrandbits(32)]) for _ in range(12)]
+        a = sum(w << (32 * k) for k, w in enumerate(words)) % P
+        cases.append((f"fp_sqr {a:x} 0", f"{a * a * pow(2**384, -1, P) % P:096x}"))
     points = []
     for k in [1, 2, 3, 4, 5, 7, 16, 31, 100]:
         expect = None
