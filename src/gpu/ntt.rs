@@ -46,11 +46,14 @@ fn cols_log(s0: u32, k: u32) -> u32 {
 /// without asking).
 pub(super) const NTT_SHARED_MAX: u32 = tile_shared_bytes(MAX_TILE_LOG);
 
-/// Device bytes one h call over a domain of `n` needs: a, b, c and the power tables (small),
-/// with slack.
+/// Device bytes one h call over a domain of `n` needs: a, b, c and the power tables (small,
+/// within [`H_SLACK_BYTES`]).
 pub(super) fn h_working_bytes(n: usize) -> usize {
-    3 * n * 32 + (256 << 20)
+    3 * n * 32 + H_SLACK_BYTES
 }
+
+/// What h's call may take beyond a, b and c: its power tables, with slack.
+pub(super) const H_SLACK_BYTES: usize = 256 << 20;
 
 /// Host vectors whose uploads are staged, to be freed while the device works: returning a large
 /// allocation takes milliseconds.

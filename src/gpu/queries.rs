@@ -13,7 +13,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaViewMut};
 use super::backend::{launch, GpuBackend, GpuError, Lane};
 use super::kernels::Kernel;
 use super::msm::{msm_working_bytes, CallBases, DeviceScalars, GpuCurve};
-use super::ntt::{h_label, h_working_bytes, Staged};
+use super::ntt::{h_label, h_working_bytes, Staged, H_SLACK_BYTES};
 use super::resident::BasesKey;
 use crate::groth16::msm::MsmStats;
 use crate::groth16::{Assignment, G1Query, G1Sums, G2Sum, QuerySum, WitnessSums};
@@ -123,6 +123,29 @@ impl GpuBackend {
                 // nothing else of the compute stream's.
                 let mut work = self.witness_bases(srs, &w, with_b_g2)?;
                 let bases_ready = self.stream.record_event(None)?;
+                // The assignment crosses first: the witness's MSMs, on the side streams from a
+                // thread of their own, run while a, b and c cross (the device would otherwise
+                // wait on them) and beside h's kernels, and are done or nearly so before the H
+                // MSM, the stage that bounds the call, begins.
+                let Arrival {
+                    event,
+                    buf: on_device,
+                } = assignment_rx.recv().map_err(|_| uploads_stopped())?;
+                let room = WitnessRoom::new(self.spare_bytes()?, n, &w, with_b_g2);
+                work.side_by_side = room.side_by_side;
+                let witness = scope.spawn(move || {
+                    self.stream.context().bind_to_thread()?;
+                    let ready = [bases_ready, event];
+                    let clock = Instant::now();
+                    self.witness_kernels(&w, on_device, work, &ready, clock, clock)
+                });
+                let witness_done = |job: std::thread::ScopedJoinHandle<'_, _>| {
+                    job.join().expect("the witness's MSMs do not panic")
+                };
+                let (mut witness, mut early) = (Some(witness), None);
+                if !room.beside_h {
+                    early = witness.take().map(witness_done).transpose()?;
+                }
                 let h_start = Instant::now();
                 let mut transformed = Vec::with_capacity(3);
                 for _ in 0..3 {
@@ -133,38 +156,9 @@ impl GpuBackend {
                     transformed.push(v);
                 }
                 let h = self.h_quotient(transformed.try_into().expect("three"), &plan)?;
-                // The assignment crosses last: the witness's MSMs, on the side streams from a
-                // thread of their own, run beside h's last kernels and its MSM, off the path
-                // that bounds the call (a, b and c across, h, the H MSM).
-                let Arrival {
-                    event,
-                    buf: on_device,
-                } = assignment_rx.recv().map_err(|_| uploads_stopped())?;
-                // What is yet to be allocated: the H MSM's memory and the witness's. Where
-                // even one witness MSM at a time does not fit beside the H MSM, the witness's
-                // MSMs run first.
-                let spare = self.spare_bytes()?;
-                let (msm_h_bytes, witness_bytes) = (
-                    msm_working_bytes::<G1Projective>(n - 1, true),
-                    witness_working_bytes(&w, with_b_g2),
-                );
-                work.side_by_side = spare
-                    >= msm_h_bytes + witness_bytes + witness_side_by_side_bytes(&w, with_b_g2);
-                let beside_h = spare >= msm_h_bytes + witness_bytes;
-                let witness = scope.spawn(move || {
-                    self.stream.context().bind_to_thread()?;
-                    let ready = [bases_ready, event];
-                    let clock = Instant::now();
-                    self.witness_kernels(&w, on_device, work, &ready, clock, clock)
-                });
-                let witness_done = |job: std::thread::ScopedJoinHandle<'_, _>| {
-                    job.join().expect("the witness's MSMs do not panic")
-                };
-                let (witness, early) = if beside_h {
-                    (Some(witness), None)
-                } else {
-                    (None, Some(witness_done(witness)?))
-                };
+                if !room.beside_h_msm && early.is_none() {
+                    early = witness.take().map(witness_done).transpose()?;
+                }
                 self.record(h_label(log_n), h_start, bytes)?;
                 self.stream.synchronize()?;
                 let h_took = h_start.elapsed();
@@ -174,7 +168,7 @@ impl GpuBackend {
                 let (witness, b_g2) = match (early, witness) {
                     (Some(done), _) => done,
                     (None, Some(job)) => witness_done(job)?,
-                    (None, None) => unreachable!("the witness's MSMs ran first or run beside"),
+                    (None, None) => unreachable!("the witness's MSMs are joined once"),
                 };
                 Ok::<_, GpuError>(G1Sums {
                     h: h_sum,
@@ -198,10 +192,10 @@ impl GpuBackend {
         })
     }
 
-    /// a, b and c, then the assignment, into their device buffers on the copy stream (which
+    /// The assignment, then a, b and c, into their device buffers on the copy stream (which
     /// already waits for their allocation); each buffer is sent on with the event that fires
     /// when its transfer is done. Once all are staged, the host vectors are freed here, off
-    /// the caller's path. Stops early, without error, when the receiver has gone.
+    /// the caller's path. Stops early, without error, when a receiver has gone.
     fn upload_beside(
         &self,
         w: &Assignment<'_>,
@@ -212,6 +206,14 @@ impl GpuBackend {
         vector_tx: Sender<Arrival<CudaSlice<u32>>>,
     ) -> Result<(), GpuError> {
         self.stream.context().bind_to_thread()?;
+        let event = self.upload_assignment(w, &mut assignment)?;
+        let arrival = Arrival {
+            event,
+            buf: assignment,
+        };
+        if assignment_tx.send(arrival).is_err() {
+            return Ok(());
+        }
         // The host vectors are kept until every upload is staged: unmapping pages while other
         // threads fill the staging halves halved their speed.
         let mut staged = Vec::with_capacity(3);
@@ -223,14 +225,7 @@ impl GpuBackend {
                 return Ok(());
             }
         }
-        let event = self.upload_assignment(w, &mut assignment)?;
-        let arrival = Arrival {
-            event,
-            buf: assignment,
-        };
-        if assignment_tx.send(arrival).is_ok() {
-            Staged(staged).free_beside(|| ());
-        }
+        Staged(staged).free_beside(|| ());
         Ok(())
     }
 
@@ -541,6 +536,40 @@ fn check_assignment(srs: &Srs, w: &Assignment<'_>) -> Result<(), GpuError> {
     Ok(())
 }
 
+/// Where the witness's MSMs run in [`GpuBackend::g1_on_device`], from the device memory still
+/// spare once the call's buffers (a, b, c, the assignment, h's plan) are there.
+#[derive(Debug, PartialEq, Eq)]
+struct WitnessRoom {
+    /// Beside h's kernels: room for h's slack and the witness's working memory; else they run
+    /// before h.
+    beside_h: bool,
+    /// Beside the H MSM as well: room for its working memory too; else they are joined before
+    /// it.
+    beside_h_msm: bool,
+    /// Side by side, each on a stream of its own, beside whatever else runs then; else one
+    /// after another.
+    side_by_side: bool,
+}
+
+impl WitnessRoom {
+    fn new(spare: usize, n: usize, w: &Assignment<'_>, with_b_g2: bool) -> WitnessRoom {
+        let witness = witness_working_bytes(w, with_b_g2);
+        let h_msm = msm_working_bytes::<G1Projective>(n - 1, true);
+        let beside_h = spare >= H_SLACK_BYTES + witness;
+        let beside_h_msm = spare >= H_SLACK_BYTES + h_msm + witness;
+        let others = match (beside_h, beside_h_msm) {
+            (_, true) => H_SLACK_BYTES + h_msm,
+            (true, false) => H_SLACK_BYTES,
+            (false, _) => 0,
+        };
+        WitnessRoom {
+            beside_h,
+            beside_h_msm,
+            side_by_side: spare >= others + witness + witness_side_by_side_bytes(w, with_b_g2),
+        }
+    }
+}
+
 /// Device bytes of the witness's queries run one after another: the assignment, A's and B's
 /// gathered scalars, and the largest MSM's own memory (B in G2's too with `with_b_g2`).
 fn witness_working_bytes(w: &Assignment<'_>, with_b_g2: bool) -> usize {
@@ -610,5 +639,68 @@ mod tests {
         for i in 0..200 {
             assert_eq!((w[i / 32] >> (i % 32)) & 1 == 1, d.get(i), "bit {i}");
         }
+    }
+
+    #[test]
+    fn witness_room_steps_down_from_beside_everything_to_before_h() {
+        let (inputs, aux) = (vec![Scalar::from(1u64); 2], vec![Scalar::from(1u64); 1000]);
+        let (full_in, full_aux) = (Density::full(2), Density::full(1000));
+        let w = Assignment {
+            inputs: &inputs,
+            aux: &aux,
+            a_aux_density: &full_aux,
+            b_input_density: &full_in,
+            b_aux_density: &full_aux,
+        };
+        let n = 1 << 24;
+        let witness = witness_working_bytes(&w, true);
+        let apart = witness_side_by_side_bytes(&w, true);
+        let h_msm = msm_working_bytes::<G1Projective>(n - 1, true);
+        let room = |spare| WitnessRoom::new(spare, n, &w, true);
+        let all = H_SLACK_BYTES + h_msm + witness;
+        assert!(apart < h_msm, "the witness's MSMs apart fit where the H MSM's memory is");
+        assert_eq!(
+            room(all + apart),
+            WitnessRoom {
+                beside_h: true,
+                beside_h_msm: true,
+                side_by_side: true
+            }
+        );
+        assert_eq!(
+            room(all + apart - 1),
+            WitnessRoom {
+                beside_h: true,
+                beside_h_msm: true,
+                side_by_side: false
+            }
+        );
+        assert_eq!(
+            room(all - 1),
+            WitnessRoom {
+                beside_h: true,
+                beside_h_msm: false,
+                side_by_side: true
+            }
+        );
+        assert_eq!(
+            room(H_SLACK_BYTES + witness),
+            WitnessRoom {
+                beside_h: true,
+                beside_h_msm: false,
+                side_by_side: false
+            }
+        );
+        let before_h = room(H_SLACK_BYTES + witness - 1);
+        assert!(!before_h.beside_h && !before_h.beside_h_msm);
+        assert!(!room(witness + apart - 1).side_by_side);
+        assert_eq!(
+            room(0),
+            WitnessRoom {
+                beside_h: false,
+                beside_h_msm: false,
+                side_by_side: false
+            }
+        );
     }
 }
