@@ -29,8 +29,8 @@ FN_CALL fp_t fp_mul(fp_t a, fp_t b) {
     mont_mul<12>(r.l, a.l, b.l, FP_MODULUS, FP_INV);
     return r;
 }
-// The square apart from the product: its cross products are made once (222 wide multiply-adds
-// to the product's 288), and it is two of the mixed addition's ten products.
+// The square apart from the product: its cross products are made once (mont_sqr), and it is
+// two of the mixed addition's ten products.
 FN_CALL fp_t fp_sqr(fp_t a) {
     fp_t r;
     mont_sqr<12>(r.l, a.l, FP_MODULUS, FP_INV);
