@@ -45,6 +45,20 @@ impl Resident {
     }
 }
 
+/// Which of the resident entries, given as (key, last used, held by a call), to let go next:
+/// the least recently used that is not `keep` and that no call in flight holds (letting those go
+/// would free nothing until the call ends, and lose them for the next).
+fn next_to_let_go<K: PartialEq>(
+    entries: impl Iterator<Item = (K, u64, bool)>,
+    keep: Option<K>,
+) -> Option<usize> {
+    entries
+        .enumerate()
+        .filter(|(_, (key, _, held))| !held && keep.as_ref() != Some(key))
+        .min_by_key(|(_, (_, used, _))| *used)
+        .map(|(i, _)| i)
+}
+
 /// Device bytes kept free beside resident bases when the largest query has `points` points:
 /// an h over its domain and an MSM over its points (one call runs at a time; the sum leaves
 /// room for frees still in flight on the stream).
@@ -108,8 +122,8 @@ impl GpuBackend {
         Ok(Some(buf))
     }
 
-    /// Lets resident bases go, least recently used first and never `keep`, until `needed` bytes
-    /// are free on the device; whether they are.
+    /// Lets resident bases go, least recently used first and never `keep` or bases a call in
+    /// flight still holds, until `needed` bytes are free on the device; whether they are.
     fn make_room(
         &self,
         r: &mut Resident,
@@ -127,10 +141,11 @@ impl GpuBackend {
                 self.pool.release_idle()?;
                 return Ok(true);
             }
-            let lru = (0..r.entries.len())
-                .filter(|&i| Some(r.entries[i].key) != keep)
-                .min_by_key(|&i| r.entries[i].used);
-            let Some(lru) = lru else {
+            let candidates = r
+                .entries
+                .iter()
+                .map(|e| (e.key, e.used, Arc::strong_count(&e.buf) > 1));
+            let Some(lru) = next_to_let_go(candidates, keep) else {
                 return Ok(false);
             };
             let gone = r.entries.swap_remove(lru);
@@ -182,5 +197,16 @@ mod tests {
             "{small} {large}"
         );
         assert!(small > 256 << 20, "{small}");
+    }
+
+    #[test]
+    fn bases_let_go_are_the_least_recently_used_that_nothing_holds() {
+        let entries = [(1, 5, false), (2, 3, true), (3, 4, false), (4, 9, false)];
+        // 2 is older but held by a call in flight.
+        assert_eq!(next_to_let_go(entries.into_iter(), None), Some(2));
+        assert_eq!(next_to_let_go(entries.into_iter(), Some(3)), Some(0));
+        let held = [(1, 1, true), (2, 2, true)];
+        assert_eq!(next_to_let_go(held.into_iter(), None), None);
+        assert_eq!(next_to_let_go([(7, 1, false)].into_iter(), Some(7)), None);
     }
 }
