@@ -93,6 +93,9 @@ impl GpuBackend {
             });
         }
         let _busy = self.occupy();
+        // Milestones of the call (CUZK_LOG=debug), in ms from here.
+        let call = Instant::now();
+        let ms = move || call.elapsed().as_secs_f64() * 1e3;
         let working = h_working_bytes(n)
             + msm_working_bytes::<G1Projective>(n - 1, true)
             + witness_working_bytes(&w, with_b_g2);
@@ -112,6 +115,7 @@ impl GpuBackend {
         let bytes = (3 * abc[0].len() * 32) as u64;
         // Every upload may start now: its buffer exists.
         self.copy.join(&self.stream)?;
+        tracing::debug!(ms = ms(), "g1 sums: buffers ready");
         std::thread::scope(|scope| {
             let (assignment_tx, assignment_rx) = channel();
             let (vector_tx, vector_rx) = channel();
@@ -131,6 +135,7 @@ impl GpuBackend {
                     event,
                     buf: on_device,
                 } = assignment_rx.recv().map_err(|_| uploads_stopped())?;
+                tracing::debug!(ms = ms(), "g1 sums: assignment staged");
                 let room = WitnessRoom::new(self.spare_bytes()?, n, &w, with_b_g2);
                 work.side_by_side = room.side_by_side;
                 let witness = scope.spawn(move || {
@@ -156,20 +161,24 @@ impl GpuBackend {
                     transformed.push(v);
                 }
                 let h = self.h_quotient(transformed.try_into().expect("three"), &plan)?;
+                tracing::debug!(ms = ms(), "g1 sums: h queued");
                 if !room.beside_h_msm && early.is_none() {
                     early = witness.take().map(witness_done).transpose()?;
                 }
                 self.record(h_label(log_n), h_start, bytes)?;
                 self.stream.synchronize()?;
                 let h_took = h_start.elapsed();
+                tracing::debug!(ms = ms(), ?room, "g1 sums: h done");
                 let clock = Instant::now();
                 let (h_sum, _) = self.msm_of_h(&h_bases, &h, log_n)?;
                 let msm_h_took = clock.elapsed();
+                tracing::debug!(ms = ms(), "g1 sums: H MSM done");
                 let (witness, b_g2) = match (early, witness) {
                     (Some(done), _) => done,
                     (None, Some(job)) => witness_done(job)?,
                     (None, None) => unreachable!("the witness's MSMs are joined once"),
                 };
+                tracing::debug!(ms = ms(), "g1 sums: witness joined");
                 Ok::<_, GpuError>(G1Sums {
                     h: h_sum,
                     h_took,
@@ -180,6 +189,7 @@ impl GpuBackend {
             })();
             // A failed transfer is the cause of whatever stopped the sums.
             let uploaded = uploads.join().expect("the uploads do not panic");
+            tracing::debug!(ms = ms(), "g1 sums: uploads joined (host vectors freed)");
             if uploaded.is_err() || sums.is_err() {
                 // Buffers still waiting in the channels are freed when this scope ends, and
                 // their transfers may still be landing: the memory must not go to the next
@@ -658,7 +668,10 @@ mod tests {
         let h_msm = msm_working_bytes::<G1Projective>(n - 1, true);
         let room = |spare| WitnessRoom::new(spare, n, &w, true);
         let all = H_SLACK_BYTES + h_msm + witness;
-        assert!(apart < h_msm, "the witness's MSMs apart fit where the H MSM's memory is");
+        assert!(
+            apart < h_msm,
+            "the witness's MSMs apart fit where the H MSM's memory is"
+        );
         assert_eq!(
             room(all + apart),
             WitnessRoom {

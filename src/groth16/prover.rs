@@ -137,6 +137,7 @@ pub fn prove_start(
         (sums, b_scalars)
     });
     let sums = sums?;
+    tracing::debug!(ms = start.elapsed().as_secs_f64() * 1e3, "prove: sums back");
     let b_g2 = match (sums.b_g2, b_scalars) {
         (Some(summed), _) => {
             t.msm_b_g2 = summed.took;
@@ -153,6 +154,7 @@ pub fn prove_start(
     (t.msm_b_g1, t.b_scalars) = (witness.b_g1.took, witness.b_g1.stats);
     drop((inputs, aux));
     t.total = start.elapsed();
+    tracing::debug!(ms = t.total.as_secs_f64() * 1e3, "prove: assignment freed");
     Ok(Started {
         r,
         s,
@@ -215,6 +217,7 @@ impl Started {
             + h_sum
             + l_sum;
         timings.total += begun.elapsed();
+        tracing::debug!(ms = begun.elapsed().as_secs_f64() * 1e3, "prove: finished");
         Ok((
             Proof {
                 a: g_a.to_affine(),
