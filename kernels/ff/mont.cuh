@@ -186,12 +186,21 @@ FN void mad_pairs_shifted(u32 *acc, const u32 *a, u32 x) {
     acc[N - 1] = madc_hi(a[N - 2], x, 0);
 }
 
-// One row of the product: the running sum lo + 2^32·hi, whose word 0 is lo's, takes a·x, then
-// q·m with q chosen to clear word 0. The row before left lo' + 2^32·hi' with lo'[0] = 0, so the
-// sum divided by 2^32 is hi' + lo'[1] + 2^32·(lo' / 2^64): the caller passes hi' as lo and lo' as
-// hi, the roles swapping every row.
+// lo + 2^32·hi += a·x: the even limbs' products into lo, the odd limbs' into hi, lo's carry out
+// (worth 2^(32N): hi[N-1]'s weight) into hi; hi has no carry out where the moduli leave spare
+// bits for every product the row takes.
 template <int N>
-FN void mont_row(u32 *lo, u32 *hi, const u32 *a, u32 x, const u32 *m, u32 inv, bool first) {
+FN void row_add(u32 *lo, u32 *hi, const u32 *a, u32 x) {
+    mad_pairs<N>(hi, a + 1, x);
+    mad_pairs<N>(lo, a, x);
+    hi[N - 1] = addc(hi[N - 1], 0);
+}
+
+// A row's first product: the running sum lo + 2^32·hi, whose word 0 is lo's, takes a·x. The
+// row before left lo' + 2^32·hi' with lo'[0] = 0, so the sum divided by 2^32 is hi' + lo'[1] +
+// 2^32·(lo' / 2^64): the caller passes hi' as lo and lo' as hi, the roles swapping every row.
+template <int N>
+FN void row_first(u32 *lo, u32 *hi, const u32 *a, u32 x, bool first) {
     if (first) {
         mul_pairs<N>(hi, a + 1, x);
         mul_pairs<N>(lo, a, x);
@@ -201,10 +210,22 @@ FN void mont_row(u32 *lo, u32 *hi, const u32 *a, u32 x, const u32 *m, u32 inv, b
         mad_pairs<N>(lo, a, x);
         hi[N - 1] = addc(hi[N - 1], 0);  // lo's carry out is worth 2^(32N): hi[N-1]'s
     }
-    u32 q = lo[0] * inv;
-    mad_pairs<N>(hi, m + 1, q);  // no carry out (spare bits)
-    mad_pairs<N>(lo, m, q);
-    hi[N - 1] = addc(hi[N - 1], 0);
+}
+
+// One row of the product: a·x, then q·m with q chosen to clear word 0.
+template <int N>
+FN void mont_row(u32 *lo, u32 *hi, const u32 *a, u32 x, const u32 *m, u32 inv, bool first) {
+    row_first<N>(lo, hi, a, x, first);
+    row_add<N>(lo, hi, m, lo[0] * inv);
+}
+
+// The rows' end: odd + 2^32·even with odd[0] = 0, divided by 2^32, into even.
+template <int N>
+FN void rows_end(u32 *even, const u32 *odd) {
+    even[0] = add_cc(even[0], odd[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], odd[j + 1]);
+    even[N - 1] = addc(even[N - 1], 0);
 }
 
 // Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 2 and N even.
@@ -216,11 +237,7 @@ FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
         mont_row<N>(even, odd, a, b[i], m, inv, i == 0);
         mont_row<N>(odd, even, a, b[i + 1], m, inv, false);
     }
-    // The last row left odd + 2^32·even with odd[0] = 0: the product is even + odd / 2^32 < 2m.
-    even[0] = add_cc(even[0], odd[1]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], odd[j + 1]);
-    even[N - 1] = addc(even[N - 1], 0);
+    rows_end<N>(even, odd);  // the product, below 2m
     sub_if_not_below<N>(r, even, m);
 }
 
@@ -228,28 +245,15 @@ FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
 template <int N>
 FN void mont_row2(u32 *lo, u32 *hi, const u32 *a, u32 x, const u32 *c, u32 y, const u32 *m,
                   u32 inv, bool first) {
-    if (first) {
-        mul_pairs<N>(hi, a + 1, x);
-        mul_pairs<N>(lo, a, x);
-    } else {
-        lo[0] = add_cc(lo[0], hi[1]);
-        mad_pairs_shifted<N>(hi, a + 1, x);
-        mad_pairs<N>(lo, a, x);
-        hi[N - 1] = addc(hi[N - 1], 0);
-    }
-    mad_pairs<N>(hi, c + 1, y);  // no carry out (three spare bits)
-    mad_pairs<N>(lo, c, y);
-    hi[N - 1] = addc(hi[N - 1], 0);
-    u32 q = lo[0] * inv;
-    mad_pairs<N>(hi, m + 1, q);
-    mad_pairs<N>(lo, m, q);
-    hi[N - 1] = addc(hi[N - 1], 0);
+    row_first<N>(lo, hi, a, x, first);
+    row_add<N>(lo, hi, c, y);
+    row_add<N>(lo, hi, m, lo[0] * inv);
 }
 
 // r = (a·b - c·d) / 2^(32N) mod m as a·b + c·(m - d), the two products in one Montgomery
-// reduction: each row takes a·b_i and c·e_i, then q·m. For moduli below 2^(32N) / 8 (three spare bits, as Fp has): the
-// running sum's odd half then takes three products without a carry out, and the result is
-// below (2m^2 + 2^(32N)·m) / 2^(32N) < 2m.
+// reduction: each row takes a·b_i and c·e_i, then q·m. For moduli below 2^(32N) / 8 (three
+// spare bits, as Fp has): the running sum's odd half then takes three products without a carry
+// out, and the result is below (2m^2 + 2^(32N)·m) / 2^(32N) < 2m.
 template <int N>
 FN void mont_mul_sub(u32 *r, const u32 *a, const u32 *b, const u32 *c, const u32 *d,
                      const u32 *m, u32 inv) {
@@ -261,10 +265,7 @@ FN void mont_mul_sub(u32 *r, const u32 *a, const u32 *b, const u32 *c, const u32
         mont_row2<N>(even, odd, a, b[i], c, e[i], m, inv, i == 0);
         mont_row2<N>(odd, even, a, b[i + 1], c, e[i + 1], m, inv, false);
     }
-    even[0] = add_cc(even[0], odd[1]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], odd[j + 1]);
-    even[N - 1] = addc(even[N - 1], 0);
+    rows_end<N>(even, odd);
     sub_if_not_below<N>(r, even, m);
 }
 
@@ -296,13 +297,14 @@ FN void redc_row(u32 *lo, u32 *hi, const u32 *m, u32 inv, bool first) {
         u32 q = lo[0] * inv;
         mul_pairs<N>(hi, m + 1, q);
         mad_pairs<N>(lo, m, q);
+        hi[N - 1] = addc(hi[N - 1], 0);
     } else {
-        lo[0] = add_cc(lo[0], hi[1]);  // its carry is worth 2^32: hi[0]'s weight
+        lo[0] = add_cc(lo[0], hi[1]);  // as in row_first, but q is read after it
         u32 q = lo[0] * inv;           // touches no flag
         mad_pairs_shifted<N>(hi, m + 1, q);
         mad_pairs<N>(lo, m, q);
+        hi[N - 1] = addc(hi[N - 1], 0);
     }
-    hi[N - 1] = addc(hi[N - 1], 0);  // lo's carry out is worth 2^(32N): hi[N-1]'s
 }
 
 // Montgomery squaring: r = a^2 / 2^(32N) mod m, for m < 2^(32N) / 2 and N even. The cross
@@ -346,11 +348,8 @@ FN void mont_sqr(u32 *r, const u32 *a, const u32 *m, u32 inv) {
         redc_row<N>(even, odd, m, inv, i == 0);
         redc_row<N>(odd, even, m, inv, false);
     }
-    // even + odd / 2^32 (odd[0] = 0), then + s's high half (a^2 / 2^(32N) < m / 2): below 2m.
-    even[0] = add_cc(even[0], odd[1]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], odd[j + 1]);
-    even[N - 1] = addc(even[N - 1], 0);
+    // even + odd / 2^32, then + s's high half (a^2 / 2^(32N) < m / 2): below 2m.
+    rows_end<N>(even, odd);
     even[0] = add_cc(even[0], s[N]);
 #pragma unroll
     for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], s[N + j]);
