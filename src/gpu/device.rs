@@ -69,7 +69,10 @@ fn open(selected: &[usize]) -> Result<Vec<Gpu>, String> {
         .map(|ordinal| {
             let err = |e: cudarc::driver::DriverError| format!("GPU {ordinal}: {e}");
             let ctx = CudaContext::new(ordinal).map_err(err)?;
-            // One stream per backend, used by one thread at a time: no per-buffer events.
+            // No per-buffer events: a backend orders its streams itself with events (uploads on
+            // the copy stream and the side streams' MSMs start after events of the compute
+            // stream, which waits on the copy stream's before it reads), and a call synchronizes
+            // a stream before the buffers it used are freed; one call at a time (`occupy`).
             // SAFETY: called before any buffer or stream exists on this context.
             unsafe { ctx.disable_event_tracking() };
             let info = GpuInfo {
