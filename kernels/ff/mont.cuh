@@ -113,6 +113,15 @@ FN u32 sub_words(u32 *r, const u32 *a, const u32 *b) {
     return subc(0, 0);
 }
 
+// r = a + b as one carry chain, for sums without a carry out.
+template <int N>
+FN void add_words(u32 *r, const u32 *a, const u32 *b) {
+    r[0] = add_cc(a[0], b[0]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) r[j] = addc_cc(a[j], b[j]);
+    r[N - 1] = addc(a[N - 1], b[N - 1]);
+}
+
 // r = t - m if t >= m, else t.
 template <int N>
 FN void sub_if_not_below(u32 *r, const u32 *t, const u32 *m) {
@@ -127,10 +136,7 @@ FN void sub_if_not_below(u32 *r, const u32 *t, const u32 *m) {
 template <int N>
 FN void mod_add(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
     u32 t[N];
-    t[0] = add_cc(a[0], b[0]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) t[j] = addc_cc(a[j], b[j]);
-    t[N - 1] = addc(a[N - 1], b[N - 1]);
+    add_words<N>(t, a, b);
     sub_if_not_below<N>(r, t, m);
 }
 
@@ -324,10 +330,7 @@ FN void mont_sqr(u32 *r, const u32 *a, const u32 *m, u32 inv) {
     }
     // t = e + o, the cross products' sum (below a^2 / 2: no carry out).
     u32 t[2 * N];
-    t[0] = add_cc(e[0], o[0]);
-#pragma unroll
-    for (int k = 1; k < 2 * N - 1; k++) t[k] = addc_cc(e[k], o[k]);
-    t[2 * N - 1] = addc(e[2 * N - 1], o[2 * N - 1]);
+    add_words<2 * N>(t, e, o);
     // s = 2t + Σ a_i^2 at words 2i, 2i + 1: one chain, no carry out (s = a^2).
     u32 s[2 * N];
     s[0] = mad_lo_cc(a[0], a[0], t[0] << 1);
@@ -350,10 +353,7 @@ FN void mont_sqr(u32 *r, const u32 *a, const u32 *m, u32 inv) {
     }
     // even + odd / 2^32, then + s's high half (a^2 / 2^(32N) < m / 2): below 2m.
     rows_end<N>(even, odd);
-    even[0] = add_cc(even[0], s[N]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) even[j] = addc_cc(even[j], s[N + j]);
-    even[N - 1] = addc(even[N - 1], s[2 * N - 1]);
+    add_words<N>(even, even, s + N);
     sub_if_not_below<N>(r, even, m);
 }
 #else

@@ -217,7 +217,10 @@ impl Started {
             + h_sum
             + l_sum;
         timings.total += begun.elapsed();
-        tracing::debug!(ms = begun.elapsed().as_secs_f64() * 1e3, "prove: finished");
+        tracing::debug!(
+            finish_ms = begun.elapsed().as_secs_f64() * 1e3,
+            "prove: finished"
+        );
         Ok((
             Proof {
                 a: g_a.to_affine(),
