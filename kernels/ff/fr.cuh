@@ -7,7 +7,7 @@
 
 CONST_ARRAY u32 FR_MODULUS[8] = {0x00000001, 0xffffffff, 0xfffe5bfe, 0x53bda402,
                                  0x09a1d805, 0x3339d808, 0x299d7d48, 0x73eda753};
-// -r^-1 mod 2^32.
+// -r^-1 mod 2^32: r's low 64 bits are 2^64 - 2^32 + 1 (LOW_FR of ff/mont.cuh).
 #define FR_INV 0xffffffffu
 
 struct fr_t {
@@ -16,7 +16,7 @@ struct fr_t {
 
 FN fr_t fr_mul(const fr_t &a, const fr_t &b) {
     fr_t r;
-    mont_mul<8>(r.l, a.l, b.l, FR_MODULUS, FR_INV);
+    mont_mul<8, LOW_FR>(r.l, a.l, b.l, FR_MODULUS, FR_INV);
     return r;
 }
 FN fr_t fr_add(const fr_t &a, const fr_t &b) {

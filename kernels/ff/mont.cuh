@@ -14,6 +14,11 @@
 
 #include "util/common.cuh"
 
+// What a Montgomery reduction may assume of its modulus m beyond being odd: nothing, or that its
+// low 64 bits are 2^64 - 2^32 + 1 (m[0] = 1, m[1] = 2^32 - 1: BLS12-381's Fr), which saves two
+// of every row's multiply-adds in the carry-chain product (the portable one ignores it).
+enum ModulusLow { LOW_ANY, LOW_FR };
+
 #if !defined(CUZK_PORTABLE_FIELD)
 #if defined(__CUDA_ARCH__)
 // PTX carry chains: each chain is one run of *.cc instructions (the carry flag lives between
@@ -167,16 +172,23 @@ FN void mul_pairs(u32 *acc, const u32 *a, u32 x) {
     }
 }
 
-// acc += Σ a[j]·x at words j, j+1 for even j, one chain; the carry out is left in the flag.
+// acc += Σ a[j]·x at words j, j+1 for even j >= 2, continuing the flag's chain; the carry out
+// is left in the flag.
 template <int N>
-FN void mad_pairs(u32 *acc, const u32 *a, u32 x) {
-    acc[0] = mad_lo_cc(a[0], x, acc[0]);
-    acc[1] = madc_hi_cc(a[0], x, acc[1]);
+FN void madc_pairs_above(u32 *acc, const u32 *a, u32 x) {
 #pragma unroll
     for (int j = 2; j < N; j += 2) {
         acc[j] = madc_lo_cc(a[j], x, acc[j]);
         acc[j + 1] = madc_hi_cc(a[j], x, acc[j + 1]);
     }
+}
+
+// acc += Σ a[j]·x at words j, j+1 for even j, one chain; the carry out is left in the flag.
+template <int N>
+FN void mad_pairs(u32 *acc, const u32 *a, u32 x) {
+    acc[0] = mad_lo_cc(a[0], x, acc[0]);
+    acc[1] = madc_hi_cc(a[0], x, acc[1]);
+    madc_pairs_above<N>(acc, a, x);
 }
 
 // acc = acc / 2^64 + Σ a[j]·x at words j, j+1 for even j, continuing the flag's chain; the
@@ -218,11 +230,31 @@ FN void row_first(u32 *lo, u32 *hi, const u32 *a, u32 x, bool first) {
     }
 }
 
+// lo + 2^32·hi += q·m, as row_add, for the modulus shape LOW: a modulus whose low 64 bits are
+// 2^64 - 2^32 + 1 takes q·m[0] = q and q·m[1] = q·2^32 - q, whose words (2^32 - q, q - 1) (or
+// zeros for q = 0) take no multiplier: N - 2 wide multiply-adds a row instead of N.
+template <int N, ModulusLow LOW>
+FN void row_reduce(u32 *lo, u32 *hi, const u32 *m, u32 q) {
+    if (LOW == LOW_ANY) {
+        row_add<N>(lo, hi, m, q);
+        return;
+    }
+    u32 q1_lo = sub_cc(0, q);  // no chain is open here: the borrow is q != 0
+    u32 q1_hi = subc(q, 0);
+    hi[0] = add_cc(hi[0], q1_lo);
+    hi[1] = addc_cc(hi[1], q1_hi);
+    madc_pairs_above<N>(hi, m + 1, q);
+    lo[0] = add_cc(lo[0], q);
+    lo[1] = addc_cc(lo[1], 0);
+    madc_pairs_above<N>(lo, m, q);
+    hi[N - 1] = addc(hi[N - 1], 0);
+}
+
 // One row of the product: a·x, then q·m with q chosen to clear word 0.
-template <int N>
+template <int N, ModulusLow LOW>
 FN void mont_row(u32 *lo, u32 *hi, const u32 *a, u32 x, const u32 *m, u32 inv, bool first) {
     row_first<N>(lo, hi, a, x, first);
-    row_add<N>(lo, hi, m, lo[0] * inv);
+    row_reduce<N, LOW>(lo, hi, m, lo[0] * inv);
 }
 
 // The rows' end: odd + 2^32·even with odd[0] = 0, divided by 2^32, into even.
@@ -234,14 +266,15 @@ FN void rows_end(u32 *even, const u32 *odd) {
     even[N - 1] = addc(even[N - 1], 0);
 }
 
-// Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 2 and N even.
-template <int N>
+// Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 2 and N even, m of
+// the shape LOW.
+template <int N, ModulusLow LOW = LOW_ANY>
 FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
     u32 even[N], odd[N];
 #pragma unroll
     for (int i = 0; i < N; i += 2) {
-        mont_row<N>(even, odd, a, b[i], m, inv, i == 0);
-        mont_row<N>(odd, even, a, b[i + 1], m, inv, false);
+        mont_row<N, LOW>(even, odd, a, b[i], m, inv, i == 0);
+        mont_row<N, LOW>(odd, even, a, b[i + 1], m, inv, false);
     }
     rows_end<N>(even, odd);  // the product, below 2m
     sub_if_not_below<N>(r, even, m);
@@ -416,8 +449,8 @@ FN void mod_sub(u32 *r, const u32 *a, const u32 *b, const u32 *m) {
     }
 }
 
-// CIOS Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 4.
-template <int N>
+// CIOS Montgomery multiplication: r = a * b / 2^(32N) mod m, for m < 2^(32N) / 4 (of any shape).
+template <int N, ModulusLow LOW = LOW_ANY>
 FN void mont_mul(u32 *r, const u32 *a, const u32 *b, const u32 *m, u32 inv) {
     u32 t[N + 2];
 #pragma unroll

@@ -10,7 +10,9 @@
 // Gentleman-Sande (DIF) stages, high to low, take natural input to bit-reversed output. The
 // quotient h chains them so that no reordering pass is needed (src/gpu/ntt.rs). The inverse is
 // the same with omega^-1 (the 1/n factor goes into the coset scaling that follows). Twiddles
-// and coset powers come from two small tables: w^i = lo[i & (2^lo_bits - 1)] * hi[i >> lo_bits].
+// and coset powers come from two small tables: w^i = lo[i & (2^lo_bits - 1)] * hi[i >> lo_bits],
+// except in the pass of the lowest stages, whose twiddles are the same for every block and are
+// read as they are from a third (`low_tw`), and whose stage 0 (twiddle 1) multiplies nothing.
 
 #include "ff/fr.cuh"
 
@@ -54,10 +56,12 @@ FN void tile_store(uint4 *t, u32 size, u32 i, const fr_t &x) {
 // stage; dynamic shared memory of 2^(k + cols_log) elements for the tile and as many for its
 // twiddles, made once a block from the tables: stage ts of a column (half-width 2^(s0+ts)) takes
 // 2^ts of them, at tw[2^ts - 1 + below], which saves a product for every butterfly but those
-// made. Element e of the tile is row e >> cols_log of column e & (cols - 1).
+// made. Element e of the tile is row e >> cols_log of column e & (cols - 1). Where s0 = 0 (one
+// column a block) the twiddles are low_tw[0 .. 2^k], the same order (its last entry, past stage
+// k - 1, is never read).
 extern "C" __global__ void fr_ntt_tiles(fr_t *v, u32 log_n, u32 s0, u32 k, u32 dif,
                                         const fr_t *tw_lo, const fr_t *tw_hi, u32 lo_bits,
-                                        u32 cols_log) {
+                                        const fr_t *low_tw, u32 cols_log) {
     extern __shared__ uint4 shared_planes[];
     u32 cols = 1u << cols_log;
     u32 size = cols << k;  // elements in the tile
@@ -72,6 +76,10 @@ extern "C" __global__ void fr_ntt_tiles(fr_t *v, u32 log_n, u32 s0, u32 k, u32 d
     // A butterfly's twiddle at stage s is w^(pos·2^(log_n-s-1)), pos = j0's index within its
     // half: its bits below s, i.e. `below` (the tile's bits) and then its column's `low`.
     for (u32 e = threadIdx.x; e + cols <= size; e += blockDim.x) {
+        if (s0 == 0) {
+            tile_store(tw, size, e, low_tw[e]);
+            continue;
+        }
         u32 col = e & (cols - 1), j = e >> cols_log;
         u32 ts = 31 - __clz(j + 1);
         u32 below = j + 1 - (1u << ts);
@@ -82,6 +90,7 @@ extern "C" __global__ void fr_ntt_tiles(fr_t *v, u32 log_n, u32 s0, u32 k, u32 d
     __syncthreads();
     for (u32 step = 0; step < k; step++) {
         u32 ts = dif ? k - 1 - step : step;  // the stage within the tile
+        bool unit = s0 == 0 && ts == 0;      // the transform's stage 0: every twiddle is 1
         for (u32 q = threadIdx.x; q < size / 2; q += blockDim.x) {
             u32 col = q & (cols - 1), qq = q >> cols_log;
             u32 below = qq & ((1u << ts) - 1);
@@ -90,10 +99,13 @@ extern "C" __global__ void fr_ntt_tiles(fr_t *v, u32 log_n, u32 s0, u32 k, u32 d
             fr_t w = tile_load(tw, size, (((1u << ts) - 1 + below) << cols_log) | col);
             fr_t a = tile_load(tile, size, e0), b = tile_load(tile, size, e1);
             if (dif) {
+                fr_t d = fr_sub(a, b);
+                if (!unit) d = fr_mul(d, w);
                 tile_store(tile, size, e0, fr_add(a, b));
-                tile_store(tile, size, e1, fr_mul(fr_sub(a, b), w));
+                tile_store(tile, size, e1, d);
             } else {
-                fr_t t = fr_mul(b, w);
+                fr_t t = b;
+                if (!unit) t = fr_mul(b, w);
                 tile_store(tile, size, e0, fr_add(a, t));
                 tile_store(tile, size, e1, fr_sub(a, t));
             }

@@ -81,8 +81,8 @@ pub(super) fn h_label(log_n: u32) -> String {
 /// What h's kernels read besides a, b and c ([`GpuBackend::h_plan`]).
 pub(super) struct HPlan {
     log_n: u32,
-    fwd: Tables,
-    inv: Tables,
+    fwd: Roots,
+    inv: Roots,
     coset: Tables,
     uncoset: Tables,
     z_inv: CudaSlice<u32>,
@@ -93,6 +93,13 @@ struct Tables {
     lo: CudaSlice<u32>,
     hi: CudaSlice<u32>,
     lo_bits: u32,
+}
+
+/// A transform's twiddles: the powers of its root, and as `fr_ntt_tiles` reads them in the pass of
+/// the lowest stages (one table for every block, no products): [`low_stage_twiddles`].
+struct Roots {
+    powers: Tables,
+    low: CudaSlice<u32>,
 }
 
 /// The order of a transform's stages.
@@ -122,21 +129,22 @@ fn passes(log_n: u32, order: Order) -> Vec<(u32, u32)> {
 }
 
 impl GpuBackend {
-    /// The transform of `v` (2^log_n scalars, in place) at `tables`' root's powers, in `order`.
+    /// The transform of `v` (2^log_n scalars, in place) at `roots`' root's powers, in `order`.
     fn ntt_in_place(
         &self,
         v: &mut CudaSlice<u32>,
         log_n: u32,
-        t: &Tables,
+        roots: &Roots,
         order: Order,
     ) -> Result<(), DriverError> {
+        let t = &roots.powers;
         let n = 1usize << log_n;
         let dif = u32::from(order == Order::Dif);
         for (s0, k) in passes(log_n, order) {
             let cols_log = cols_log(s0, k);
             let shared = tile_shared_bytes(k + cols_log);
             launch!(self, Kernel::NttTiles, n / 2, 1u32 << (k - 1 + cols_log), shared;
-                &mut *v, &log_n, &s0, &k, &dif, &t.lo, &t.hi, &t.lo_bits, &cols_log);
+                &mut *v, &log_n, &s0, &k, &dif, &t.lo, &t.hi, &t.lo_bits, &roots.low, &cols_log);
         }
         Ok(())
     }
@@ -166,6 +174,16 @@ impl GpuBackend {
         })
     }
 
+    /// The twiddles of a transform of 2^log_n at `omega`, a primitive 2^log_n-th root of unity.
+    fn roots(&self, omega: Scalar, log_n: u32) -> Result<Roots, DriverError> {
+        Ok(Roots {
+            powers: self.tables(omega, log_n - 1, Scalar::ONE)?,
+            low: self
+                .stream
+                .clone_htod(words(&low_stage_twiddles(omega, log_n)))?,
+        })
+    }
+
     /// What h's kernels need on the device besides a, b and c, for a domain of 2^log_n: the
     /// power tables of the transforms and cosets, and 1/Z(g).
     pub(super) fn h_plan(&self, log_n: u32) -> Result<HPlan, DriverError> {
@@ -180,8 +198,8 @@ impl GpuBackend {
             .expect("g is not in the domain, so Z(g) != 0");
         Ok(HPlan {
             log_n,
-            fwd: self.tables(omega, log_n - 1, Scalar::ONE)?,
-            inv: self.tables(omega_inv, log_n - 1, Scalar::ONE)?,
+            fwd: self.roots(omega, log_n)?,
+            inv: self.roots(omega_inv, log_n)?,
             coset: self.tables(g, log_n, n_inv)?,
             uncoset: self.tables(g_inv, log_n, n_inv)?,
             z_inv: self.stream.clone_htod(words(&[z_inv]))?,
@@ -389,17 +407,17 @@ impl GpuBackend {
         } else {
             omega
         };
-        let tables = self.tables(base, log_n - 1, Scalar::ONE)?;
+        let roots = self.roots(base, log_n)?;
         if inverse {
             // Natural in, bit-reversed out; scaled by 1/n in bit-reversed order, then reordered.
-            self.ntt_in_place(&mut d, log_n, &tables, Order::Dif)?;
+            self.ntt_in_place(&mut d, log_n, &roots, Order::Dif)?;
             let n_inv = Scalar::from(n as u64).invert().expect("n < r");
             let scale = self.tables(Scalar::ONE, log_n, n_inv)?;
             self.scale(&mut d, n as u32, log_n, &scale)?;
             launch!(self, Kernel::BitReverse, n, 256; &mut d, &log_n);
         } else {
             launch!(self, Kernel::BitReverse, n, 256; &mut d, &log_n);
-            self.ntt_in_place(&mut d, log_n, &tables, Order::Dit)?;
+            self.ntt_in_place(&mut d, log_n, &roots, Order::Dit)?;
         }
         let clock = self.record(format!("ntt.kernels (2^{log_n})"), clock, 0)?;
         self.stream.memcpy_dtoh(&d, words_mut(v))?;
@@ -415,6 +433,20 @@ fn root_of_unity(log_n: u32) -> Scalar {
         omega = omega.square();
     }
     omega
+}
+
+/// The twiddles of the pass of a transform's lowest stages (the first of a DIT transform, the
+/// last of a DIF one), the same for every block: stage ts < MAX_TILE_LOG takes the 2^ts powers of
+/// the 2^(ts+1)-th root omega^(2^(log_n-ts-1)), at 2^ts - 1 + below; ones fill the table to
+/// 2^MAX_TILE_LOG entries (stages the transform does not have, and the one entry past them).
+fn low_stage_twiddles(omega: Scalar, log_n: u32) -> Vec<Scalar> {
+    let mut out = Vec::with_capacity(1 << MAX_TILE_LOG);
+    for ts in 0..MAX_TILE_LOG.min(log_n) {
+        let root = omega.pow_vartime([1u64 << (log_n - ts - 1)]);
+        out.extend(powers(root, 1 << ts, Scalar::ONE));
+    }
+    out.resize(1 << MAX_TILE_LOG, Scalar::ONE);
+    out
 }
 
 /// scale * base^i for i in 0..count.
@@ -448,6 +480,31 @@ mod tests {
             }
         }
         assert_eq!(passes(22, Order::Dit), vec![(0, 8), (8, 7), (15, 7)]);
+    }
+
+    #[test]
+    fn low_stage_twiddles_are_each_stages_roots_in_order() {
+        for log_n in [1, 5, 10, 22, 27] {
+            let omega = root_of_unity(log_n);
+            let t = low_stage_twiddles(omega, log_n);
+            assert_eq!(t.len(), 1 << MAX_TILE_LOG);
+            for ts in 0..MAX_TILE_LOG.min(log_n) {
+                let at = (1usize << ts) - 1;
+                assert_eq!(t[at], Scalar::ONE, "{log_n}: stage {ts} starts at w^0");
+                // Stage ts's root has order 2^(ts+1): its 2^ts-th power is -1.
+                let root = if ts == 0 { -Scalar::ONE } else { t[at + 1] };
+                assert_eq!(
+                    root.pow_vartime([1u64 << ts]),
+                    -Scalar::ONE,
+                    "{log_n}: {ts}"
+                );
+                for below in 1..(1usize << ts).min(8) {
+                    assert_eq!(t[at + below], t[at + below - 1] * root);
+                }
+            }
+            let used = (1usize << MAX_TILE_LOG.min(log_n)) - 1;
+            assert!(t[used..].iter().all(|&x| x == Scalar::ONE), "{log_n}");
+        }
     }
 
     #[test]
