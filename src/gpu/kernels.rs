@@ -16,12 +16,13 @@ use sha2::{Digest, Sha256};
 pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.cu"));
 
 /// Every kernel source, by the path `#include` names it with (relative to kernels/).
-pub const FILES: [(&str, &str); 16] = [
+pub const FILES: [(&str, &str); 17] = [
     (
         "util/common.cuh",
         include_str!("../../kernels/util/common.cuh"),
     ),
     ("util/warp.cuh", include_str!("../../kernels/util/warp.cuh")),
+    ("util/scan.cuh", include_str!("../../kernels/util/scan.cuh")),
     ("util/scan.cu", include_str!("../../kernels/util/scan.cu")),
     ("ff/mont.cuh", include_str!("../../kernels/ff/mont.cuh")),
     ("ff/fr.cuh", include_str!("../../kernels/ff/fr.cuh")),
@@ -60,8 +61,9 @@ pub enum Kernel {
     DensityPopcount,
     DensityGather,
     MsmSplit,
-    MsmHistogram,
-    MsmScatter,
+    MsmGroupCounts,
+    MsmGroupScatter,
+    MsmGroupSort,
     MsmSumListedG1,
     MsmSumListedG2,
     MsmFoldG1,
@@ -77,7 +79,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 23] = [
+    pub const ALL: [Kernel; 24] = [
         Kernel::ScanTiles,
         Kernel::ScanAdd,
         Kernel::BitReverse,
@@ -87,8 +89,9 @@ impl Kernel {
         Kernel::DensityPopcount,
         Kernel::DensityGather,
         Kernel::MsmSplit,
-        Kernel::MsmHistogram,
-        Kernel::MsmScatter,
+        Kernel::MsmGroupCounts,
+        Kernel::MsmGroupScatter,
+        Kernel::MsmGroupSort,
         Kernel::MsmSumListedG1,
         Kernel::MsmSumListedG2,
         Kernel::MsmFoldG1,
@@ -115,8 +118,9 @@ impl Kernel {
             Kernel::DensityPopcount => "density_popcount",
             Kernel::DensityGather => "density_gather",
             Kernel::MsmSplit => "msm_split",
-            Kernel::MsmHistogram => "msm_histogram",
-            Kernel::MsmScatter => "msm_scatter",
+            Kernel::MsmGroupCounts => "msm_group_counts",
+            Kernel::MsmGroupScatter => "msm_group_scatter",
+            Kernel::MsmGroupSort => "msm_group_sort",
             Kernel::MsmSumListedG1 => "msm_sum_listed_g1",
             Kernel::MsmSumListedG2 => "msm_sum_listed_g2",
             Kernel::MsmFoldG1 => "msm_fold_g1",
