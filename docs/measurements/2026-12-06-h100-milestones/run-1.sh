@@ -1,9 +1,10 @@
 #!/bin/bash
 # Device call 1. Binaries: carry/cuzk-head = 9a517fa (the session's start; milestones logged at
 # debug); carry/cuzk2 = 2530d6d (the same kernels, identical SASS, with the compute stream at the
-# highest priority); carry/cuzk-sort = 85d84b5 (Fr's reduction rows without the multiplier for
+# highest priority); carry/cuzk-sort = a1a6c4d (Fr's reduction rows without the multiplier for
 # r[0], r[1]; the NTT's lowest-stage twiddles from a table, its stage 0 without products; the MSM
-# sort counting in shared memory). Each cubin in carry/kernels.
+# sort counting in shared memory; the selftest has an MSM sorted in window batches). Each cubin
+# in carry/kernels.
 # 1. selftest of the changed kernels against the CPU (NTT, h, G1 MSMs with edge scalars, the
 # witness's queries); 2. `bench gpu`: G1 MSM 2^22 and 2^26, NTT 2^22 and 2^27, the synthetic 2^22
 # partition, builds alternating; 3. side by side with supraseal-c2, 3 runs alternating,
