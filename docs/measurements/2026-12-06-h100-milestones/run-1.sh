@@ -7,9 +7,9 @@
 # = 2d9314e (cuzk-sort with the Fp product and a·b - c·d by Karatsuba halves: the branch karatsuba
 # cherry-picked, not on main). Each cubin in carry/kernels; the binaries travel xz-compressed.
 # 1. selftest of the changed kernels against the CPU (NTT, h, G1 MSMs with edge scalars, the
-# witness's queries); 2. `bench gpu`: G1 MSM 2^22 and 2^26, NTT 2^22 and 2^27, the synthetic 2^22
-# partition, builds alternating; 3. side by side with supraseal-c2, 3 runs alternating,
-# CUZK_LOG=info,cuzk=debug (each build's first log kept). Everything lands in $OUT/r1.tgz.
+# witness's queries); 2. `bench gpu` (a round): G1 MSM 2^22 and 2^26, NTT 2^22 and 2^27, the synthetic
+# 2^22 partition, builds alternating; 3. side by side with supraseal-c2, 3 runs alternating,
+# CUZK_LOG=info,cuzk=debug (each build's first log kept); 4. a second round of 2. Everything lands in $OUT/r1.tgz.
 cd "$(dirname "$0")/../../.."
 nv=$(find / -name 'libnvrtc.so.13' -not -path '/proc/*' 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=$(dirname "$nv")
@@ -27,18 +27,20 @@ done
 step "selftest g1 kara" 30 carry/cuzk-kara selftest --gpu --only g1 --max-log2 16 $K > $R/selftest-g1-kara.txt 2>&1
 bench() { local b=$1; shift; echo "# carry/$b bench gpu $* --runs 3 $K" >> $R/bench-$b.err
   step "$b $*" 30 carry/$b bench gpu "$@" --runs 3 $K >> $R/bench-$b.jsonl 2>> $R/bench-$b.err; }
-for round in 1 2; do
+round() {
   for b in cuzk-head cuzk-sort cuzk-kara; do
     bench $b --op msm --log2 22; bench $b --op msm --log2 26
   done
   for b in cuzk-head cuzk-sort; do
     bench $b --op ntt --log2 22; bench $b --op ntt --log2 27
   done
-done
-for b in cuzk-head cuzk-sort cuzk-kara cuzk2 cuzk-head cuzk-sort cuzk-kara cuzk2; do
-  CUZK_LOG=info,cuzk=debug bench $b --op partition --log2 22
-done
+  for b in cuzk-head cuzk-sort cuzk-kara cuzk2; do
+    CUZK_LOG=info,cuzk=debug bench $b --op partition --log2 22
+  done
+}
+round
 mkdir -p $R/side
 CUZK_LOG=info,cuzk=debug OUT=$R/side step side-by-side 300 docs/measurements/2026-12-05-h100-square/side-by-side.sh \
   carry/supraseal 3 carry/cuzk-head carry/cuzk-sort carry/cuzk-kara carry/cuzk2 > $R/side/side.txt 2>&1
+round
 echo "total $(( $(date +%s)-T0 ))s" | tee -a $R/steps.txt >&2
