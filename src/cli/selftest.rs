@@ -259,23 +259,9 @@ impl Tester<'_> {
                     vec![one; n],
                 ));
             }
-            if n == 65537 {
-                // The same random case with the sort's windows in batches (one or two each).
-                cases.push((
-                    "random, sorted in batches",
-                    bases[..n].to_vec(),
-                    random_scalars(n, 500 + i as u64),
-                ));
-            }
             for (name, b, s) in cases {
-                let batch = self.gpu.sort_batch();
-                if name.ends_with("in batches") {
-                    self.gpu.set_sort_batch(2 * n);
-                }
                 let clock = Instant::now();
-                let got = C::gpu_msm(self.gpu, &b, &s);
-                self.gpu.set_sort_batch(batch);
-                let (got, _) = got?;
+                let (got, _) = C::gpu_msm(self.gpu, &b, &s)?;
                 let gpu_s = clock.elapsed().as_secs_f64();
                 let clock = Instant::now();
                 let (want, _) = msm::<C>(&b, &s);

@@ -6,7 +6,7 @@
 //! when a bench or the selftest asks. The work itself is in `ntt` (h, and h into its MSM without leaving the device), `msm` and `resident`
 //! (the bases kept on the device and the room every call needs).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -130,8 +130,6 @@ pub struct GpuBackend {
     stages: Mutex<Vec<StageTime>>,
     pub(super) resident: Mutex<Resident>,
     pub(super) keep_bases: AtomicBool,
-    /// The most entries an MSM's sort parks at once ([`GpuBackend::set_sort_batch`]).
-    pub(super) sort_batch: AtomicUsize,
     pub(super) pool: Pool,
     /// Page-locked halves every upload goes through.
     staging: Mutex<Staging>,
@@ -237,7 +235,6 @@ impl GpuBackend {
             stages: Mutex::new(Vec::new()),
             resident: Mutex::new(Resident::default()),
             keep_bases: AtomicBool::new(true),
-            sort_batch: AtomicUsize::new(super::msm::PARKED_MAX),
             pool: Pool::keeping(gpu)?,
             staging: Mutex::new(staging),
         })
@@ -245,18 +242,6 @@ impl GpuBackend {
 
     pub fn info(&self) -> &GpuInfo {
         &self.info
-    }
-
-    /// The most entries an MSM's sort parks at once: its windows are sorted in batches that
-    /// fit, whole windows each (at least one). The default, `PARKED_MAX`, leaves every MSM of
-    /// a 2 KiB sector one batch; `cuzk selftest` lowers it to check the batches at small sizes.
-    pub fn set_sort_batch(&self, entries: usize) {
-        self.sort_batch.store(entries.max(1), Ordering::Relaxed);
-    }
-
-    /// The most entries an MSM's sort parks at once now.
-    pub fn sort_batch(&self) -> usize {
-        self.sort_batch.load(Ordering::Relaxed)
     }
 
     /// Σ h_i·bases[i] with h = (A·B - C)/Z computed from a, b, c on the device and left there

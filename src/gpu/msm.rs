@@ -6,7 +6,6 @@
 //! reduced on the device, and the host weighs the few window sums by 2^(c·w).
 
 use std::ops::Deref;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -53,7 +52,7 @@ const GROUPS_MAX: usize = 8192;
 const WINDOW_GROUPS_LOG: u32 = 8;
 /// Entries parked between the two steps of the sort at once, at most (6 bytes each): larger
 /// MSMs sort their windows in batches.
-pub(super) const PARKED_MAX: usize = 1 << 28;
+const PARKED_MAX: usize = 1 << 28;
 
 impl MsmShape {
     /// The shape for `m` scalars through Pippenger: about 2^6 entries per bucket, so the
@@ -344,7 +343,7 @@ impl Lane<'_> {
         let window_starts: Vec<u32> = (0..=shape.windows as usize)
             .map(|w| starts[w * window_groups])
             .collect();
-        let batches = window_batches(&window_starts, self.sort_batch.load(Ordering::Relaxed));
+        let batches = window_batches(&window_starts, PARKED_MAX);
         let parked = batches
             .iter()
             .map(|&(w0, w1)| (window_starts[w1] - window_starts[w0]) as usize)
