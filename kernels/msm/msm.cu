@@ -4,29 +4,22 @@
 //    listed (and summed apart by msm_sum_listed_*: witness scalars are mostly 0 and 1), the rest
 //    are listed with their canonical scalar. Lists are appended a warp at a time, in no
 //    particular order: a sum does not depend on it.
-// 2. The entries are sorted by bucket, the bucket key b = w * 2^(c-1) + |d| - 1 of each nonzero
-//    digit d of window w (digits signed, in [-2^(c-1), 2^(c-1)]), in two steps that each count
-//    in shared memory, so that no entry costs an atomic in global memory: the keys' groups
-//    (b >> low_bits: 2^low_bits buckets a group, a few thousand groups in all) are counted
-//    (msm_group_counts) and their offsets scanned (util/scan.cu); each block reserves its runs in
-//    the groups and parks its entries there (msm_group_scatter); then one block a group counts
-//    the group's buckets, scans them (its part of the buckets' offsets) and puts each entry in
-//    its bucket's run (msm_group_sort). Parked entries (the point, its sign in the top bit, and
-//    the key's low bits) take a buffer of their own: the host sorts the windows in batches that
-//    fit it.
-// 3. msm_accumulate_*: the runs, read as one array cut into chunks of equal length, one chunk a
+// 2. msm_histogram: each listed scalar is cut into W signed c-bit digits in [-2^(c-1), 2^(c-1)];
+//    every nonzero digit is one entry of bucket (w, |d| - 1): B = W * 2^(c-1) buckets.
+// 3. util/scan.cu: exclusive prefix sums of the counts give each bucket's run of entries.
+// 4. msm_scatter: each entry (point index, sign in the top bit) goes into its bucket's run.
+// 5. msm_accumulate_*: the runs, read as one array cut into chunks of equal length, one chunk a
 //    thread, so every thread does the same number of mixed additions however uneven the
 //    buckets. A run inside a chunk is its bucket's sum; a run crossing a chunk's edge leaves a
 //    partial sum per chunk (a tail where it starts, heads in the chunks it continues into),
 //    which msm_fixup_* adds up, one warp per crossing run.
-// 4. msm_window_level_*: per window, Σ_k (k+1)·bucket_k, in levels of K buckets (running sums),
+// 6. msm_window_level_*: per window, Σ_k (k+1)·bucket_k, in levels of K buckets (running sums),
 //    until one point per window is left.
 // The host weighs the W window sums by 2^(c·w) and adds the ones' sum.
 
 #include "ff/fr.cuh"
 #include "ec/xyzz.cuh"
 #include "msm/digits.cuh"
-#include "util/scan.cuh"
 #include "util/warp.cuh"
 
 // tail_bucket of a chunk without a tail.
@@ -60,91 +53,23 @@ extern "C" __global__ void msm_split(const fr_t *scalars, u32 positions, u32 poi
     }
 }
 
-// Counters a grouping block holds in shared memory: groups of all windows at most (host:
-// src/gpu/msm.rs, GROUPS_MAX).
-#define MSM_GROUPS_MAX 8192
-// Scalars one block of the grouping kernels takes (src/gpu/msm.rs, GROUP_TILE).
-#define MSM_GROUP_TILE 4096
-
-// counts[g] += the entries of group g (keys b >> low_bits), for the scalars of this block's tile.
-extern "C" __global__ void msm_group_counts(const fr_t *scalars, u32 m, u32 c, u32 low_bits,
-                                            u32 groups, u32 *counts) {
-    __shared__ u32 local[MSM_GROUPS_MAX];
-    for (u32 g = threadIdx.x; g < groups; g += blockDim.x) local[g] = 0;
-    __syncthreads();
-    u32 begin = blockIdx.x * MSM_GROUP_TILE, end = min(begin + MSM_GROUP_TILE, m);
-    for (u32 k = begin + threadIdx.x; k < end; k += blockDim.x)
-        for_each_digit(scalars[k], c, [&](u32 b) {
-            atomicAdd(&local[(b & ~MSM_NEGATE) >> low_bits], 1u);
-        });
-    __syncthreads();
-    for (u32 g = threadIdx.x; g < groups; g += blockDim.x)
-        if (local[g]) atomicAdd(&counts[g], local[g]);
+extern "C" __global__ void msm_histogram(const fr_t *scalars, u32 m, u32 c, u32 *bucket_counts) {
+    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= m) return;
+    for_each_digit(scalars[k], c,
+                   [&](u32 b) { atomicAdd(&bucket_counts[b & ~MSM_NEGATE], 1u); });
 }
 
-// The entries of groups [g_lo, g_hi) (whole windows) of this block's tile parked in their
-// groups: cursor[g] starts as group g's offset among all entries and ends as its end; `first`
-// is group g_lo's offset, where parked_points and parked_low begin. A parked entry is its point
-// with the sign bit, and its key's low bits.
-extern "C" __global__ void msm_group_scatter(const fr_t *scalars, const u32 *points, u32 m, u32 c,
-                                             u32 low_bits, u32 g_lo, u32 g_hi, u32 first,
-                                             u32 *cursor, u32 *parked_points, u16 *parked_low) {
-    __shared__ u32 local[MSM_GROUPS_MAX];
-    u32 groups = g_hi - g_lo, low_mask = (1u << low_bits) - 1;
-    for (u32 g = threadIdx.x; g < groups; g += blockDim.x) local[g] = 0;
-    __syncthreads();
-    u32 begin = blockIdx.x * MSM_GROUP_TILE, end = min(begin + MSM_GROUP_TILE, m);
-    for (u32 k = begin + threadIdx.x; k < end; k += blockDim.x)
-        for_each_digit(scalars[k], c, [&](u32 b) {
-            u32 g = ((b & ~MSM_NEGATE) >> low_bits) - g_lo;
-            if (g < groups) atomicAdd(&local[g], 1u);
-        });
-    __syncthreads();
-    // The block's run in each group, reserved at once: local[g] becomes where it starts.
-    for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
-        u32 n = local[g];
-        local[g] = n ? atomicAdd(&cursor[g_lo + g], n) - first : 0;
-    }
-    __syncthreads();
-    for (u32 k = begin + threadIdx.x; k < end; k += blockDim.x) {
-        u32 point = points[k];
-        for_each_digit(scalars[k], c, [&](u32 b) {
-            u32 g = ((b & ~MSM_NEGATE) >> low_bits) - g_lo;
-            if (g < groups) {
-                u32 at = atomicAdd(&local[g], 1u);
-                parked_points[at] = point | (b & MSM_NEGATE);
-                parked_low[at] = (u16)(b & low_mask);
-            }
-        });
-    }
-}
-
-// One block (SCAN_THREADS threads) a group g = g_lo + block of the batch parked by
-// msm_group_scatter (group_offsets: the groups' scanned counts, `first` group g_lo's): the
-// group's 2^low_bits buckets counted and scanned into their offsets (bucket g·2^low_bits + j),
-// then each entry put in its bucket's run of `entries`. The last group's block also writes
-// offsets[buckets], the total.
-extern "C" __global__ void msm_group_sort(const u32 *parked_points, const u16 *parked_low,
-                                          const u32 *group_offsets, u32 g_lo, u32 first,
-                                          u32 low_bits, u32 buckets, u32 *offsets,
-                                          u32 *entries) {
-    __shared__ u32 cursor[SCAN_TILE];
-    u32 g = g_lo + blockIdx.x, per_group = 1u << low_bits;
-    u32 begin = group_offsets[g], end = group_offsets[g + 1];
-    for (u32 j = threadIdx.x; j < per_group; j += blockDim.x) cursor[j] = 0;
-    __syncthreads();
-    for (u32 i = begin + threadIdx.x; i < end; i += blockDim.x)
-        atomicAdd(&cursor[parked_low[i - first]], 1u);
-    __syncthreads();
-    scan_tile(cursor, per_group);
-    for (u32 j = threadIdx.x; j < per_group; j += blockDim.x)
-        offsets[g * per_group + j] = begin + cursor[j];
-    if (threadIdx.x == 0 && (g + 1) * per_group == buckets) offsets[buckets] = end;
-    __syncthreads();  // every offset read before the cursors move
-    for (u32 i = begin + threadIdx.x; i < end; i += blockDim.x) {
-        u32 at = atomicAdd(&cursor[parked_low[i - first]], 1u);
-        entries[begin + at] = parked_points[i - first];
-    }
+// cursor starts as the runs' offsets and ends as their ends.
+extern "C" __global__ void msm_scatter(const fr_t *scalars, const u32 *points, u32 m, u32 c,
+                                       u32 *cursor, u32 *entries) {
+    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= m) return;
+    u32 point = points[k];
+    for_each_digit(scalars[k], c, [&](u32 b) {
+        u32 at = atomicAdd(&cursor[b & ~MSM_NEGATE], 1u);
+        entries[at] = point | (b & MSM_NEGATE);
+    });
 }
 
 // acc += ±bases[entry's point].

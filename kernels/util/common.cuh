@@ -17,7 +17,6 @@
 #define CONST_ARRAY static const
 #endif
 
-typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 

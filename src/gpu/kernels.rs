@@ -16,13 +16,12 @@ use sha2::{Digest, Sha256};
 pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.cu"));
 
 /// Every kernel source, by the path `#include` names it with (relative to kernels/).
-pub const FILES: [(&str, &str); 17] = [
+pub const FILES: [(&str, &str); 16] = [
     (
         "util/common.cuh",
         include_str!("../../kernels/util/common.cuh"),
     ),
     ("util/warp.cuh", include_str!("../../kernels/util/warp.cuh")),
-    ("util/scan.cuh", include_str!("../../kernels/util/scan.cuh")),
     ("util/scan.cu", include_str!("../../kernels/util/scan.cu")),
     ("ff/mont.cuh", include_str!("../../kernels/ff/mont.cuh")),
     ("ff/fr.cuh", include_str!("../../kernels/ff/fr.cuh")),
@@ -61,9 +60,8 @@ pub enum Kernel {
     DensityPopcount,
     DensityGather,
     MsmSplit,
-    MsmGroupCounts,
-    MsmGroupScatter,
-    MsmGroupSort,
+    MsmHistogram,
+    MsmScatter,
     MsmSumListedG1,
     MsmSumListedG2,
     MsmFoldG1,
@@ -79,7 +77,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 24] = [
+    pub const ALL: [Kernel; 23] = [
         Kernel::ScanTiles,
         Kernel::ScanAdd,
         Kernel::BitReverse,
@@ -89,9 +87,8 @@ impl Kernel {
         Kernel::DensityPopcount,
         Kernel::DensityGather,
         Kernel::MsmSplit,
-        Kernel::MsmGroupCounts,
-        Kernel::MsmGroupScatter,
-        Kernel::MsmGroupSort,
+        Kernel::MsmHistogram,
+        Kernel::MsmScatter,
         Kernel::MsmSumListedG1,
         Kernel::MsmSumListedG2,
         Kernel::MsmFoldG1,
@@ -118,9 +115,8 @@ impl Kernel {
             Kernel::DensityPopcount => "density_popcount",
             Kernel::DensityGather => "density_gather",
             Kernel::MsmSplit => "msm_split",
-            Kernel::MsmGroupCounts => "msm_group_counts",
-            Kernel::MsmGroupScatter => "msm_group_scatter",
-            Kernel::MsmGroupSort => "msm_group_sort",
+            Kernel::MsmHistogram => "msm_histogram",
+            Kernel::MsmScatter => "msm_scatter",
             Kernel::MsmSumListedG1 => "msm_sum_listed_g1",
             Kernel::MsmSumListedG2 => "msm_sum_listed_g2",
             Kernel::MsmFoldG1 => "msm_fold_g1",

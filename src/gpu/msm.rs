@@ -1,8 +1,7 @@
 //! Multi-scalar multiplication on the device (kernels/msm/msm.cu). The scalars are split: zeros
 //! dropped, the points of ones summed by a parallel reduction, the rest through Pippenger with
-//! signed c-bit digits whose (bucket, point) entries are sorted into runs on the device (by
-//! groups of buckets, then within each group, both counted in shared memory); the runs are
-//! summed in chunks of equal length (skewed buckets cost nothing extra), the windows
+//! signed c-bit digits whose (bucket, point) entries are sorted into runs on the device; the
+//! runs are summed in chunks of equal length (skewed buckets cost nothing extra), the windows
 //! reduced on the device, and the host weighs the few window sums by 2^(c·w).
 
 use std::ops::Deref;
@@ -42,17 +41,6 @@ const WINDOW_LOG_K: u32 = 3;
 /// (fewer threads left most of the device idle: the 1.3M ones of a 2 KiB PoRep's L).
 const ONES_THREADS: usize = 1 << 16;
 const ONES_PER_THREAD: usize = 16;
-/// Scalars one block of the grouping kernels takes (MSM_GROUP_TILE in kernels/msm/msm.cu).
-const GROUP_TILE: usize = 4096;
-/// Groups of all windows a grouping block counts in its shared memory, at most (MSM_GROUPS_MAX).
-const GROUPS_MAX: usize = 8192;
-/// A window's buckets fall in at most 2^WINDOW_GROUPS_LOG groups: few enough for every window's
-/// counters in one block's shared memory, enough that a group's share of a large MSM's entries
-/// is a block's work.
-const WINDOW_GROUPS_LOG: u32 = 8;
-/// Entries parked between the two steps of the sort at once, at most (6 bytes each): larger
-/// MSMs sort their windows in batches.
-const PARKED_MAX: usize = 1 << 28;
 
 impl MsmShape {
     /// The shape for `m` scalars through Pippenger: about 2^6 entries per bucket, so the
@@ -76,37 +64,6 @@ impl MsmShape {
     pub fn buckets(&self) -> usize {
         self.windows as usize * self.half()
     }
-
-    /// The low bits of a bucket key that its group leaves to the bucket: a group is
-    /// 2^low_bits consecutive buckets of one window.
-    pub fn low_bits(&self) -> u32 {
-        (self.c - 1).saturating_sub(WINDOW_GROUPS_LOG)
-    }
-
-    /// Groups of one window.
-    pub fn window_groups(&self) -> usize {
-        1 << (self.c - 1 - self.low_bits())
-    }
-
-    /// Groups of all windows.
-    pub fn groups(&self) -> usize {
-        self.windows as usize * self.window_groups()
-    }
-}
-
-/// The windows' batches for the sort: consecutive windows whose entries (window w's are
-/// `starts[w]..starts[w + 1]`) fit `cap` together, or one window alone where it does not.
-fn window_batches(starts: &[u32], cap: usize) -> Vec<(usize, usize)> {
-    let windows = starts.len() - 1;
-    let mut out = Vec::new();
-    let mut w0 = 0;
-    for w in 1..=windows {
-        if w == windows || (starts[w + 1] - starts[w0]) as usize > cap {
-            out.push((w0, w));
-            w0 = w;
-        }
-    }
-    out
 }
 
 /// The chunk of `entries` each accumulation thread takes when `threads` share them, and how
@@ -117,8 +74,8 @@ fn chunking(entries: usize, threads: usize) -> (u32, u32) {
 }
 
 /// Device bytes an MSM of `n` points of curve `C` needs at most: the scalars and their split,
-/// the groups' counts, the parked and the sorted entries, buckets, partial sums of chunks and
-/// window levels, the bases unless they are resident, and slack.
+/// the sorted entries, buckets, partial sums of chunks and window levels, the bases unless
+/// they are resident, and slack.
 pub(super) fn msm_working_bytes<C: GpuCurve>(n: usize, bases_resident: bool) -> usize {
     let shape = MsmShape::new(n);
     let point = C::XYZZ_WORDS * 4;
@@ -129,12 +86,9 @@ pub(super) fn msm_working_bytes<C: GpuCurve>(n: usize, bases_resident: bool) -> 
     } else {
         n * std::mem::size_of::<C::Affine>()
     };
-    let parked = entries.min(PARKED_MAX.max(n));
     n * 32
         + n * (4 + 4 + 32)
-        + 2 * (shape.groups() + 1) * 4
-        + parked * (4 + 2)
-        + (shape.buckets() + 1) * 4
+        + 2 * (shape.buckets() + 1) * 4
         + entries * 4
         + 2 * shape.buckets() * point
         + chunks as usize * (2 * point + 4)
@@ -324,49 +278,18 @@ impl Lane<'_> {
                 "an MSM of {m} scalars past 1 has more entries than 32-bit offsets hold"
             )));
         }
-        if shape.groups() > GROUPS_MAX {
-            return Err(GpuError::Shape(format!(
-                "an MSM of {m} scalars past 1 in {} groups of buckets",
-                shape.groups()
-            )));
-        }
         let (m32, buckets32) = (m as u32, buckets as u32);
-        let (low_bits, groups) = (shape.low_bits(), shape.groups());
-        let (window_groups, groups32) = (shape.window_groups(), groups as u32);
-        let blocks = m.div_ceil(GROUP_TILE);
-        let mut group_offsets = self.stream.alloc_zeros::<u32>(groups + 1)?;
-        launch!(self, Kernel::MsmGroupCounts, blocks * 256, 256;
-            scalars, &m32, &shape.c, &low_bits, &groups32, &mut group_offsets);
-        self.scan(&mut group_offsets, groups + 1)?;
-        let starts = self.stream.clone_dtoh(&group_offsets)?;
-        let total = starts[groups];
-        let window_starts: Vec<u32> = (0..=shape.windows as usize)
-            .map(|w| starts[w * window_groups])
-            .collect();
-        let batches = window_batches(&window_starts, PARKED_MAX);
-        let parked = batches
-            .iter()
-            .map(|&(w0, w1)| (window_starts[w1] - window_starts[w0]) as usize)
-            .max()
-            .unwrap_or(0);
-        let mut cursor = self.stream.clone_dtod(&group_offsets)?;
-        // SAFETY: each batch's scatter parks every entry its sort then reads; the sorts write
-        // every entry and every bucket's offset (the last group's block the total).
-        let mut parked_points = unsafe { self.stream.alloc::<u32>(parked.max(1)) }?;
-        let mut parked_low = unsafe { self.stream.alloc::<u16>(parked.max(1)) }?;
+        let mut offsets = self.stream.alloc_zeros::<u32>(buckets + 1)?;
+        launch!(self, Kernel::MsmHistogram, m, 256; scalars, &m32, &shape.c, &mut offsets);
+        self.scan(&mut offsets, buckets + 1)?;
+        let total = self
+            .stream
+            .clone_dtoh(&offsets.slice(buckets..buckets + 1))?[0];
+        let mut cursor = self.stream.clone_dtod(&offsets)?;
+        // SAFETY: msm_scatter writes each of the `total` entries once.
         let mut entries = unsafe { self.stream.alloc::<u32>(total.max(1) as usize) }?;
-        let mut offsets = unsafe { self.stream.alloc::<u32>(buckets + 1) }?;
-        for (w0, w1) in batches {
-            let (g_lo, g_hi) = ((w0 * window_groups) as u32, (w1 * window_groups) as u32);
-            let first = window_starts[w0];
-            launch!(self, Kernel::MsmGroupScatter, blocks * 256, 256;
-                scalars, points, &m32, &shape.c, &low_bits, &g_lo, &g_hi, &first,
-                &mut cursor, &mut parked_points, &mut parked_low);
-            launch!(self, Kernel::MsmGroupSort, (g_hi - g_lo) as usize * SCAN_THREADS, SCAN_THREADS as u32;
-                &parked_points, &parked_low, &group_offsets, &g_lo, &first, &low_bits,
-                &buckets32, &mut offsets, &mut entries);
-        }
-        drop((cursor, parked_points, parked_low, group_offsets));
+        launch!(self, Kernel::MsmScatter, m, 256; scalars, points, &m32, &shape.c, &mut cursor, &mut entries);
+        drop(cursor);
         let clock = self.record(
             format!("{label}.sort (c {}, {total} entries)", shape.c),
             clock,
@@ -560,56 +483,9 @@ mod tests {
             assert!(s.windows * s.c >= 255);
             // Bucket keys stay below the entries' sign bit.
             assert!(s.buckets() < MSM_NEGATE as usize);
-            // The sort's groups: every window's in one block's counters, a group's buckets in
-            // one scan tile, their low bits in a parked entry's 16.
-            assert!(s.groups() <= GROUPS_MAX, "{n}: {} groups", s.groups());
-            assert!(s.window_groups() << s.low_bits() == s.half(), "{n}");
-            assert!(1usize << s.low_bits() <= SCAN_TILE, "{n}");
         }
         assert_eq!(MsmShape::new(1 << 22), MsmShape { c: 16, windows: 16 });
         assert_eq!(MsmShape::new(1 << 26), MsmShape { c: 20, windows: 13 });
-    }
-
-    #[test]
-    fn every_shape_from_the_smallest_c_has_groups_the_sort_can_hold() {
-        for c in 4..=20 {
-            let s = MsmShape {
-                c,
-                windows: 255 / c + 1,
-            };
-            assert!(s.groups() <= GROUPS_MAX, "c {c}: {} groups", s.groups());
-            assert!(1usize << s.low_bits() <= SCAN_TILE, "c {c}");
-        }
-    }
-
-    #[test]
-    fn window_batches_take_every_window_once_within_the_cap() {
-        let cases: [(&[u32], usize); 5] = [
-            (&[0, 10, 20, 30, 40], 100),
-            (&[0, 10, 20, 30, 40], 20),
-            (&[0, 10, 20, 30, 40], 15),
-            (&[0, 50, 60, 200, 210], 40),
-            (&[0, 0, 0, 5], 1),
-        ];
-        for (starts, cap) in cases {
-            let b = window_batches(starts, cap);
-            assert_eq!(b.first().map(|x| x.0), Some(0));
-            assert_eq!(b.last().map(|x| x.1), Some(starts.len() - 1));
-            assert!(b.windows(2).all(|p| p[0].1 == p[1].0), "{starts:?}");
-            for &(w0, w1) in &b {
-                assert!(w1 > w0);
-                let size = (starts[w1] - starts[w0]) as usize;
-                assert!(
-                    size <= cap || w1 == w0 + 1,
-                    "{starts:?} cap {cap}: {w0}..{w1}"
-                );
-            }
-        }
-        assert_eq!(window_batches(&[0, 10, 20, 30, 40], 100), vec![(0, 4)]);
-        assert_eq!(
-            window_batches(&[0, 10, 20, 30, 40], 20),
-            vec![(0, 2), (2, 4)]
-        );
     }
 
     #[test]
@@ -627,12 +503,9 @@ mod tests {
 
     #[test]
     fn the_host_constants_match_the_kernels() {
-        let digits = include_str!("../../kernels/msm/digits.cuh");
-        assert!(digits.contains(&format!("#define MSM_NEGATE {MSM_NEGATE:#x}u")));
-        let msm = include_str!("../../kernels/msm/msm.cu");
-        assert!(msm.contains(&format!("#define MSM_GROUPS_MAX {GROUPS_MAX}\n")));
-        assert!(msm.contains(&format!("#define MSM_GROUP_TILE {GROUP_TILE}\n")));
-        let scan = include_str!("../../kernels/util/scan.cuh");
+        let msm = include_str!("../../kernels/msm/digits.cuh");
+        assert!(msm.contains(&format!("#define MSM_NEGATE {MSM_NEGATE:#x}u")));
+        let scan = include_str!("../../kernels/util/scan.cu");
         assert!(scan.contains(&format!("#define SCAN_THREADS {SCAN_THREADS}\n")));
         assert!(scan.contains(&format!(
             "#define SCAN_PER_THREAD {}\n",
