@@ -111,7 +111,7 @@ pub(super) fn grid(threads: usize, block: u32) -> LaunchConfig {
 
 pub struct GpuBackend {
     pub(super) info: GpuInfo,
-    /// Where kernels run, and every buffer is allocated and freed.
+    /// Where kernels run, and every buffer is allocated and freed; of the highest priority.
     pub(super) stream: Arc<CudaStream>,
     /// Where uploads that overlap the kernels run (ordered against `stream` by events).
     pub(super) copy: Arc<CudaStream>,
@@ -214,9 +214,14 @@ impl GpuBackend {
             locked_bytes = Staging::LOCKED_BYTES,
             "page-locked staging for uploads"
         );
+        // The compute stream carries the path that bounds a proof's call (h, then the H MSM):
+        // its blocks go first wherever the side streams' MSMs, which fill the device around
+        // it, have blocks waiting too.
+        gpu.ctx.bind_to_thread()?;
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()?;
         Ok(GpuBackend {
             info: gpu.info.clone(),
-            stream: gpu.ctx.new_stream()?,
+            stream: gpu.ctx.new_stream_with_priority(greatest)?,
             copy: gpu.ctx.new_stream()?,
             side: [
                 gpu.ctx.new_stream()?,
