@@ -336,14 +336,13 @@ FN void redc_row(u32 *lo, u32 *hi, const u32 *m, u32 inv, bool first) {
         u32 q = lo[0] * inv;
         mul_pairs<N>(hi, m + 1, q);
         mad_pairs<N>(lo, m, q);
-        hi[N - 1] = addc(hi[N - 1], 0);
     } else {
         lo[0] = add_cc(lo[0], hi[1]);  // as in row_first, but q is read after it
         u32 q = lo[0] * inv;           // touches no flag
         mad_pairs_shifted<N>(hi, m + 1, q);
         mad_pairs<N>(lo, m, q);
-        hi[N - 1] = addc(hi[N - 1], 0);
     }
+    hi[N - 1] = addc(hi[N - 1], 0);  // lo's carry out is worth 2^(32N): hi[N-1]'s
 }
 
 // Montgomery squaring: r = a^2 / 2^(32N) mod m, for m < 2^(32N) / 2 and N even. The cross
