@@ -37,10 +37,16 @@ impl Kernels {
             .map(|k| module.load_function(k.name()))
             .collect::<Result<_, _>>()
             .map(Kernels)?;
-        kernels.get(Kernel::NttTiles).set_attribute(
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            super::ntt::NTT_SHARED_MAX as i32,
-        )?;
+        for (k, bytes) in [
+            (Kernel::NttTiles, super::ntt::NTT_SHARED_MAX),
+            (Kernel::NttRegs, super::ntt::NTT_SHARED_MAX),
+            (Kernel::BitReverse, super::ntt::BIT_REVERSE_SHARED_MAX),
+        ] {
+            kernels.get(k).set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )?;
+        }
         Ok(kernels)
     }
 

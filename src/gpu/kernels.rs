@@ -55,6 +55,7 @@ pub enum Kernel {
     ScanAdd,
     BitReverse,
     NttTiles,
+    NttRegs,
     ScalePowers,
     HPointwise,
     DensityPopcount,
@@ -77,11 +78,12 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 23] = [
+    pub const ALL: [Kernel; 24] = [
         Kernel::ScanTiles,
         Kernel::ScanAdd,
         Kernel::BitReverse,
         Kernel::NttTiles,
+        Kernel::NttRegs,
         Kernel::ScalePowers,
         Kernel::HPointwise,
         Kernel::DensityPopcount,
@@ -110,6 +112,7 @@ impl Kernel {
             Kernel::ScanAdd => "scan_add",
             Kernel::BitReverse => "fr_bit_reverse",
             Kernel::NttTiles => "fr_ntt_tiles",
+            Kernel::NttRegs => "fr_ntt_regs",
             Kernel::ScalePowers => "fr_scale_powers",
             Kernel::HPointwise => "fr_h_pointwise",
             Kernel::DensityPopcount => "density_popcount",

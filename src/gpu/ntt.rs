@@ -46,6 +46,27 @@ fn cols_log(s0: u32, k: u32) -> u32 {
 /// without asking).
 pub(super) const NTT_SHARED_MAX: u32 = tile_shared_bytes(MAX_TILE_LOG);
 
+/// Elements `fr_ntt_regs` gives each thread: 2^REGS_LOG, the stages of a group (radix 8).
+const REGS_LOG: u32 = 3;
+
+/// The bits of a row and of a column of `fr_bit_reverse`'s square tiles at most: 2^5 x 2^5
+/// elements, rows of 1 KiB.
+const REVERSE_SIDE_LOG: u32 = 5;
+
+/// `fr_bit_reverse`'s tile side for 2^log_n elements: the index is (row, middle, column) with
+/// row and column of this many bits.
+fn reverse_side_log(log_n: u32) -> u32 {
+    REVERSE_SIDE_LOG.min(log_n / 2)
+}
+
+/// Dynamic shared memory of a `fr_bit_reverse` block: two tiles.
+const fn reverse_shared_bytes(side_log: u32) -> u32 {
+    2 * 32 << (2 * side_log)
+}
+
+/// The most dynamic shared memory `fr_bit_reverse` asks for.
+pub(super) const BIT_REVERSE_SHARED_MAX: u32 = reverse_shared_bytes(REVERSE_SIDE_LOG);
+
 /// Device bytes one h call over a domain of `n` needs: a, b, c and the power tables (small,
 /// within [`H_SLACK_BYTES`]).
 pub(super) fn h_working_bytes(n: usize) -> usize {
@@ -143,9 +164,31 @@ impl GpuBackend {
         for (s0, k) in passes(log_n, order) {
             let cols_log = cols_log(s0, k);
             let shared = tile_shared_bytes(k + cols_log);
-            launch!(self, Kernel::NttTiles, n / 2, 1u32 << (k - 1 + cols_log), shared;
+            // A thread per 8 elements where the pass has a group's 3 stages, else per butterfly.
+            let (kernel, per_thread_log) = if k >= REGS_LOG {
+                (Kernel::NttRegs, REGS_LOG)
+            } else {
+                (Kernel::NttTiles, 1)
+            };
+            launch!(self, kernel, n >> per_thread_log, 1u32 << (k + cols_log - per_thread_log), shared;
                 &mut *v, &log_n, &s0, &k, &dif, &t.lo, &t.hi, &t.lo_bits, &roots.low, &cols_log);
         }
+        Ok(())
+    }
+
+    /// Puts the 2^log_n scalars of `v` in bit-reversed order, in place.
+    pub(super) fn bit_reverse(
+        &self,
+        v: &mut CudaSlice<u32>,
+        log_n: u32,
+    ) -> Result<(), DriverError> {
+        if log_n < 2 {
+            return Ok(()); // 1 and 2 elements are their own reversal
+        }
+        let a = reverse_side_log(log_n);
+        let blocks = 1usize << (log_n - 2 * a);
+        launch!(self, Kernel::BitReverse, blocks * 256, 256, reverse_shared_bytes(a);
+            &mut *v, &log_n, &a);
         Ok(())
     }
 
@@ -302,7 +345,7 @@ impl GpuBackend {
         let (mut h, (), staged) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
         staged.free_beside(|| {
             let clock = Instant::now();
-            launch!(self, Kernel::BitReverse, n, 256; &mut h, &log_n);
+            self.bit_reverse(&mut h, log_n)?;
             let mut out = vec![Scalar::ZERO; n - 1];
             self.stream
                 .memcpy_dtoh(&h.slice(0..(n - 1) * 8), words_mut(&mut out))?;
@@ -414,9 +457,9 @@ impl GpuBackend {
             let n_inv = Scalar::from(n as u64).invert().expect("n < r");
             let scale = self.tables(Scalar::ONE, log_n, n_inv)?;
             self.scale(&mut d, n as u32, log_n, &scale)?;
-            launch!(self, Kernel::BitReverse, n, 256; &mut d, &log_n);
+            self.bit_reverse(&mut d, log_n)?;
         } else {
-            launch!(self, Kernel::BitReverse, n, 256; &mut d, &log_n);
+            self.bit_reverse(&mut d, log_n)?;
             self.ntt_in_place(&mut d, log_n, &roots, Order::Dit)?;
         }
         let clock = self.record(format!("ntt.kernels (2^{log_n})"), clock, 0)?;
