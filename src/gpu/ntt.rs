@@ -581,4 +581,121 @@ mod tests {
             .collect();
         assert_eq!(cols, vec![0, 1, 1]);
     }
+    /// The groups of `fr_ntt_regs` (kernels/ntt/ntt.cu) as the kernel computes them: group g's
+    /// stages [lo, hi) and the lowest bit t of the thread's three row bits.
+    fn regs_group(k: u32, dif: bool, g: u32) -> (u32, u32, u32) {
+        let (lo, hi) = if dif {
+            let hi = k - 3 * g;
+            (hi.saturating_sub(3), hi)
+        } else {
+            (3 * g, (3 * g + 3).min(k))
+        };
+        (lo, hi, lo.min(k - REGS_LOG))
+    }
+
+    #[test]
+    fn a_register_pass_runs_every_butterfly_once_in_stage_order() {
+        // A model of fr_ntt_regs' threads: within a group they hold every element of the tile
+        // once, and over the groups every butterfly of every stage runs once, stages in order.
+        for k in REGS_LOG..=MAX_TILE_LOG {
+            for cols_log in 0..=(MAX_TILE_LOG - k).min(MAX_COLS_LOG) {
+                for dif in [false, true] {
+                    let (cols, size) = (1u32 << cols_log, 1u32 << (k + cols_log));
+                    let mut ran = Vec::new(); // (stage, row0, col)
+                    let mut order: Vec<u32> = Vec::new(); // the groups' stages, as each thread runs them
+                    for g in 0..k.div_ceil(3) {
+                        let (lo, hi, t) = regs_group(k, dif, g);
+                        let want: Vec<u32> = if dif {
+                            (lo..hi).rev().collect()
+                        } else {
+                            (lo..hi).collect()
+                        };
+                        order.extend(&want);
+                        let mut held = vec![0u32; size as usize];
+                        for tid in 0..size >> REGS_LOG {
+                            let mut stages = Vec::new();
+                            let (col, b) = (tid & (cols - 1), tid >> cols_log);
+                            let base = (b & ((1 << t) - 1)) | ((b >> t) << (t + 3));
+                            for m in 0..8 {
+                                held[(((base + (m << t)) << cols_log) | col) as usize] += 1;
+                            }
+                            for s in 0..3 {
+                                let u = if dif { 2 - s } else { s };
+                                let ts = t + u;
+                                if ts < lo || ts >= hi {
+                                    continue;
+                                }
+                                stages.push(ts);
+                                for m0 in (0..8).filter(|m| m & (1 << u) == 0) {
+                                    ran.push((ts, base + (m0 << t), col));
+                                }
+                            }
+                            assert_eq!(stages, want, "{k} {cols_log} {dif} {g} {tid}");
+                        }
+                        assert!(held.iter().all(|&h| h == 1), "{k} {cols_log} {dif} {g}");
+                    }
+                    let want: Vec<u32> = if dif {
+                        (0..k).rev().collect()
+                    } else {
+                        (0..k).collect()
+                    };
+                    assert_eq!(order, want, "{k} {cols_log} {dif}: stages in order");
+                    ran.sort();
+                    let mut all = Vec::new();
+                    for ts in 0..k {
+                        for row0 in (0..1u32 << k).filter(|r| r & (1 << ts) == 0) {
+                            for col in 0..cols {
+                                all.push((ts, row0, col));
+                            }
+                        }
+                    }
+                    assert_eq!(ran, all, "{k} {cols_log} {dif}: every butterfly once");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tiled_bit_reversal_moves_every_element_once_to_its_place() {
+        // A model of fr_bit_reverse's blocks: block `mid` (with rev(mid) >= mid) writes the
+        // element read at (h, mid, l) to (rev(l), rev(mid), rev(h)), and the other tile's back.
+        let rev = |x: u32, bits: u32| {
+            if bits == 0 {
+                0
+            } else {
+                x.reverse_bits() >> (32 - bits)
+            }
+        };
+        for log_n in 2..=14u32 {
+            let a = reverse_side_log(log_n);
+            assert!(reverse_shared_bytes(a) <= BIT_REVERSE_SHARED_MAX);
+            let mid_bits = log_n - 2 * a;
+            let mut written = vec![None; 1 << log_n];
+            for mid in 0..1u32 << mid_bits {
+                let mid_r = rev(mid, mid_bits);
+                if mid_r < mid {
+                    continue;
+                }
+                let tiles = if mid == mid_r {
+                    vec![(mid, mid_r)]
+                } else {
+                    vec![(mid, mid_r), (mid_r, mid)]
+                };
+                for (from, to) in tiles {
+                    for h2 in 0..1u32 << a {
+                        for l2 in 0..1u32 << a {
+                            let (h, l) = (rev(l2, a), rev(h2, a));
+                            let src = (h << (log_n - a)) | (from << a) | l;
+                            let dst = (h2 << (log_n - a)) | (to << a) | l2;
+                            assert!(written[dst as usize].is_none(), "{log_n}: {dst} twice");
+                            written[dst as usize] = Some(src);
+                        }
+                    }
+                }
+            }
+            for (dst, src) in written.iter().enumerate() {
+                assert_eq!(*src, Some(rev(dst as u32, log_n)), "{log_n}: {dst}");
+            }
+        }
+    }
 }
