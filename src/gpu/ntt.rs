@@ -61,7 +61,7 @@ fn reverse_side_log(log_n: u32) -> u32 {
 
 /// Dynamic shared memory of a `fr_bit_reverse` block: two tiles.
 const fn reverse_shared_bytes(side_log: u32) -> u32 {
-    2 * 32 << (2 * side_log)
+    (2 * 32) << (2 * side_log)
 }
 
 /// The most dynamic shared memory `fr_bit_reverse` asks for.
