@@ -171,7 +171,10 @@ FN void regs_stages(fr_t *x, const uint4 *tw, u32 size, u32 s0, u32 t, u32 lo, u
 // stages at the top), base having bits t .. t + 2 clear. Groups run low to high (DIT) or high to
 // low (DIF); between groups the elements go through shared memory (one barrier), the first
 // group's come from global memory and the last group's go back there. k >= 3.
-extern "C" __global__ void __launch_bounds__(128) fr_ntt_regs(
+// fr_ntt_regs' blocks: at most 2^10 elements a tile, 8 a thread (REGS_LOG in src/gpu/ntt.rs).
+#define NTT_REGS_BOUNDS __launch_bounds__(128)
+
+extern "C" __global__ void NTT_REGS_BOUNDS fr_ntt_regs(
     fr_t *v, u32 log_n, u32 s0, u32 k, u32 dif, const fr_t *tw_lo, const fr_t *tw_hi,
     u32 lo_bits, const fr_t *low_tw, u32 cols_log) {
     extern __shared__ uint4 shared_planes[];
