@@ -128,14 +128,14 @@ extern "C" __global__ void fr_ntt_tiles(fr_t *v, u32 log_n, u32 s0, u32 k, u32 d
 // different 16-byte bank groups.
 FN u32 tile_slot(u32 e) { return e ^ ((e >> 3) & 7); }
 
-// The stages [lo, hi) of a group on a thread's 8 elements x[m] (rows base + m·2^t), in the
-// order of DIF (high to low) or DIT; the bit of m a stage pairs is known at compile time, so x
-// stays in registers.
 // The twiddle product, called: inlined, the twelve products of a group's body made fr_ntt_regs
 // 8.9K instructions, not 3.3K, and the 2^27 transform 73 ms, not 67
 // (docs/measurements/2026-12-06-h100-pairs/).
 FN_CALL fr_t fr_mul_called(fr_t a, fr_t b) { return fr_mul(a, b); }
 
+// The stages [lo, hi) of a group on a thread's 8 elements x[m] (rows base + m·2^t), in the
+// order of DIF (high to low) or DIT; the bit of m a stage pairs is known at compile time, so x
+// stays in registers.
 template <bool DIF>
 FN void regs_stages(fr_t *x, const uint4 *tw, u32 size, u32 s0, u32 t, u32 lo, u32 hi, u32 base,
                     u32 cols_log, u32 col) {
@@ -150,14 +150,15 @@ FN void regs_stages(fr_t *x, const uint4 *tw, u32 size, u32 s0, u32 t, u32 lo, u
             if (m0 & (1 << u)) continue;
             const int m1 = m0 | (1 << u);
             u32 below = (base + ((u32)m0 << t)) & ((1u << ts) - 1);
+            u32 w_at = (((1u << ts) - 1 + below) << cols_log) | col;
             fr_t a = x[m0], c = x[m1];
             if (DIF) {
                 fr_t d = fr_sub(a, c);
-                if (!unit) d = fr_mul_called(d, tile_load(tw, size, (((1u << ts) - 1 + below) << cols_log) | col));
+                if (!unit) d = fr_mul_called(d, tile_load(tw, size, w_at));
                 x[m0] = fr_add(a, c);
                 x[m1] = d;
             } else {
-                if (!unit) c = fr_mul_called(c, tile_load(tw, size, (((1u << ts) - 1 + below) << cols_log) | col));
+                if (!unit) c = fr_mul_called(c, tile_load(tw, size, w_at));
                 x[m0] = fr_add(a, c);
                 x[m1] = fr_sub(a, c);
             }
@@ -165,15 +166,15 @@ FN void regs_stages(fr_t *x, const uint4 *tw, u32 size, u32 s0, u32 t, u32 lo, u
     }
 }
 
+// fr_ntt_regs' blocks: at most 2^10 elements a tile, 8 a thread (REGS_LOG in src/gpu/ntt.rs).
+#define NTT_REGS_BOUNDS __launch_bounds__(128)
+
 // fr_ntt_tiles' pass (same tile, columns, twiddles and launch arguments) with 2^k·cols / 8
 // threads a block, each holding 8 elements of one column: for stages [lo, hi) of a group (at
 // most three), the rows base + m·2^t (m < 8, t = lo, or k - 3 for a group of fewer than three
 // stages at the top), base having bits t .. t + 2 clear. Groups run low to high (DIT) or high to
 // low (DIF); between groups the elements go through shared memory (one barrier), the first
 // group's come from global memory and the last group's go back there. k >= 3.
-// fr_ntt_regs' blocks: at most 2^10 elements a tile, 8 a thread (REGS_LOG in src/gpu/ntt.rs).
-#define NTT_REGS_BOUNDS __launch_bounds__(128)
-
 extern "C" __global__ void NTT_REGS_BOUNDS fr_ntt_regs(
     fr_t *v, u32 log_n, u32 s0, u32 k, u32 dif, const fr_t *tw_lo, const fr_t *tw_hi,
     u32 lo_bits, const fr_t *low_tw, u32 cols_log) {
@@ -187,6 +188,8 @@ extern "C" __global__ void NTT_REGS_BOUNDS fr_ntt_regs(
     tile_twiddles(tw, size, s0, k, cols_log, log_n, low0, tw_lo, tw_hi, lo_bits, low_tw);
     __syncthreads();
     u32 col = threadIdx.x & (cols - 1), b = threadIdx.x >> cols_log;
+    auto at = [&](u32 row) { return high | (row << s0) | (low0 + col); };  // in v
+    auto slot = [&](u32 row) { return tile_slot((row << cols_log) | col); };  // in the tile
     u32 groups = (k + 2) / 3;
     fr_t x[8];
 #pragma unroll 1
@@ -204,10 +207,7 @@ extern "C" __global__ void NTT_REGS_BOUNDS fr_ntt_regs(
 #pragma unroll
         for (int m = 0; m < 8; m++) {
             u32 row = base + ((u32)m << t);
-            if (g == 0)
-                x[m] = v[high | (row << s0) | (low0 + col)];
-            else
-                x[m] = tile_load(tile, size, tile_slot((row << cols_log) | col));
+            x[m] = g == 0 ? v[at(row)] : tile_load(tile, size, slot(row));
         }
         if (dif)
             regs_stages<true>(x, tw, size, s0, t, lo, hi, base, cols_log, col);
@@ -217,13 +217,17 @@ extern "C" __global__ void NTT_REGS_BOUNDS fr_ntt_regs(
         for (int m = 0; m < 8; m++) {
             u32 row = base + ((u32)m << t);
             if (g + 1 == groups)
-                v[high | (row << s0) | (low0 + col)] = x[m];
+                v[at(row)] = x[m];
             else
-                tile_store(tile, size, tile_slot((row << cols_log) | col), x[m]);
+                tile_store(tile, size, slot(row), x[m]);
         }
         __syncthreads();
     }
 }
+
+// A tile element's slot: row h, its column l XOR h / 4, so that reading a column (h varying as
+// the reversal of consecutive numbers) hits different bank groups.
+FN u32 rev_slot(u32 h, u32 l, u32 a) { return (h << a) | (l ^ ((h >> 2) & ((1u << a) - 1))); }
 
 // Bit reversal in place by tiles: an index of log_n bits is (h, mid, l) with h and l of `a`
 // bits, and bitrev(h, mid, l) = (rev(l), rev(mid), rev(h)): the 2^a x 2^a elements of one mid
@@ -231,10 +235,6 @@ extern "C" __global__ void NTT_REGS_BOUNDS fr_ntt_regs(
 // mid leave at once), loads both tiles with rows of 2^a consecutive elements, and writes each
 // into the other's place, again in rows of consecutive elements: every global access is a run
 // of whole lines. Dynamic shared memory: two tiles of 2^(2a) elements (64 KiB for a = 5).
-// A tile element's slot: row h, its column l XOR h / 4, so that reading a column (h varying as
-// the reversal of consecutive numbers) hits different bank groups.
-FN u32 rev_slot(u32 h, u32 l, u32 a) { return (h << a) | (l ^ ((h >> 2) & ((1u << a) - 1))); }
-
 extern "C" __global__ void fr_bit_reverse(fr_t *v, u32 log_n, u32 a) {
     extern __shared__ uint4 shared_planes[];
     u32 mid_bits = log_n - 2 * a;

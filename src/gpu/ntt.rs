@@ -581,6 +581,16 @@ mod tests {
             .collect();
         assert_eq!(cols, vec![0, 1, 1]);
     }
+
+    #[test]
+    fn the_register_pass_bounds_its_blocks_to_the_largest_tile() {
+        let ntt = include_str!("../../kernels/ntt/ntt.cu");
+        let threads = 1u32 << (MAX_TILE_LOG - REGS_LOG);
+        assert!(ntt.contains(&format!(
+            "#define NTT_REGS_BOUNDS __launch_bounds__({threads})\n"
+        )));
+    }
+
     /// The groups of `fr_ntt_regs` (kernels/ntt/ntt.cu) as the kernel computes them: group g's
     /// stages [lo, hi) and the lowest bit t of the thread's three row bits.
     fn regs_group(k: u32, dif: bool, g: u32) -> (u32, u32, u32) {
