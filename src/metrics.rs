@@ -19,6 +19,13 @@ pub struct Metrics {
     /// The ledger: buffers in flight per pipeline stage, and their bytes.
     pub ledger_buffers: IntGaugeVec,
     pub ledger_bytes: IntGaugeVec,
+    /// The ledger's bytes lent from the page-locked pool, per stage.
+    pub ledger_pinned_bytes: IntGaugeVec,
+    /// Bytes of partitions' a, b, c and aux vectors as synthesized, by kind and place: pinned
+    /// (lent from the pool) or heap (unpooled: should stay flat).
+    pub synthesis_buffer_bytes: IntCounterVec,
+    /// The page-locked pool: bytes locked, and leased now (set when scraped).
+    pub pinned_pool_bytes: IntGaugeVec,
     /// The last partition's reservation estimate and its synthesized size, per kind.
     pub partition_bytes: IntGaugeVec,
     pub queue_wait_seconds: HistogramVec,
@@ -164,6 +171,21 @@ impl Metrics {
                 "Bytes of partition buffers in flight per pipeline stage",
                 &["stage"],
             ),
+            ledger_pinned_bytes: gauge(
+                "cuzk_ledger_pinned_bytes",
+                "Bytes of partition buffers in flight per pipeline stage lent from the page-locked pool",
+                &["stage"],
+            ),
+            synthesis_buffer_bytes: counter_by(
+                "cuzk_synthesis_buffer_bytes_total",
+                "Bytes of synthesized a, b, c and aux vectors, by place: pinned (lent from the page-locked pool) or heap (unpooled; flat while the pool is sized right)",
+                &["kind", "place"],
+            ),
+            pinned_pool_bytes: gauge(
+                "cuzk_pinned_pool_bytes",
+                "The page-locked pool: bytes locked at start, and leased to partitions now",
+                &["state"],
+            ),
             partition_bytes: gauge(
                 "cuzk_partition_bytes",
                 "Bytes of the last partition per kind: the reservation estimated from the circuit's shape, and what synthesis produced",
@@ -199,6 +221,9 @@ impl Metrics {
         for purpose in Purpose::ALL {
             m.held_bytes.with_label_values(&[purpose.as_str()]);
         }
+        for state in ["locked", "leased"] {
+            m.pinned_pool_bytes.with_label_values(&[state]);
+        }
         for kind in ProofKind::ALL {
             for state in JobState::ALL {
                 m.jobs.with_label_values(&[kind.as_str(), state.as_str()]);
@@ -206,6 +231,10 @@ impl Metrics {
             m.queue_depth.with_label_values(&[kind.as_str()]);
             m.proofs_verified.with_label_values(&[kind.as_str()]);
             m.proofs_failed.with_label_values(&[kind.as_str()]);
+            for place in ["pinned", "heap"] {
+                m.synthesis_buffer_bytes
+                    .with_label_values(&[kind.as_str(), place]);
+            }
             for path in [crate::synth::SynthPath::Pce, crate::synth::SynthPath::Full] {
                 m.syntheses
                     .with_label_values(&[kind.as_str(), path.as_str()]);

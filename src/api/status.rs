@@ -76,6 +76,13 @@ pub async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.metrics
         .partitions_waiting
         .set(memory.waiting_partitions as i64);
+    let pool = status.pinned_pool.unwrap_or_default();
+    for (state, bytes) in [("locked", pool.locked_bytes), ("leased", pool.leased_bytes)] {
+        app.metrics
+            .pinned_pool_bytes
+            .with_label_values(&[state])
+            .set(bytes as i64);
+    }
     for gpu in &status.gpus {
         app.metrics.gpu_busy(gpu.info.ordinal, gpu.busy_seconds);
     }

@@ -17,7 +17,7 @@ use blstrs::{Bls12, Scalar as Fr};
 
 use crate::groth16::Proof;
 use crate::pce::{Obtained, Pce, PceError, PceKey, PceStore};
-use crate::synth::{synthesize, SynthPath, SynthesizedProof};
+use crate::synth::{synthesize_into, Buffers, Heap, SynthPath, SynthesizedProof};
 pub use params::ParameterFiles;
 pub use request::{ProofKind, ProofRequest};
 
@@ -74,18 +74,19 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
     /// Synthesizes partition `k` on the full path, checks its public inputs against those the
     /// verifier derives and that the witness satisfies every constraint.
     fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
-        Ok(self.synthesize_with(k, None)?.0)
+        Ok(self.synthesize_with(k, None, &Heap)?.0)
     }
 
     /// As `synthesize`, through `pce` when given (the full path if the PCE's result is refused,
-    /// see `synthesize_checked`); says which path made it.
+    /// see `synthesize_checked`), the large vectors in `buffers`; says which path made it.
     fn synthesize_with(
         &self,
         k: usize,
         pce: Option<&Pce>,
+        buffers: &dyn Buffers,
     ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
         check_partition(k, self.partitions())?;
-        self.circuits().synthesize(k, pce)
+        self.circuits().synthesize(k, pce, buffers)
     }
 
     /// The filecoin-proofs cache identifier of this job's Groth16 parameter set: its files are
@@ -103,6 +104,7 @@ pub trait PartitionCircuits: Send + Sync {
         &self,
         k: usize,
         pce: Option<&Pce>,
+        buffers: &dyn Buffers,
     ) -> Result<(SynthesizedProof, SynthPath), CircuitError>;
     /// The cache identifier of the parameter set, from the circuit's public parameters.
     fn parameter_set(&self) -> String;
@@ -112,13 +114,15 @@ pub trait PartitionCircuits: Send + Sync {
 /// `expected` (ONE not included), every constraint satisfied. Through `pce` when given; if its
 /// result is refused (a shape that does not fit, unsatisfied rows, a panic) the full path runs:
 /// its error is the input's, its success says the PCE is wrong (`SynthPath::FullAfterPce`).
-/// `what` says what mismatched inputs mean for this kind.
+/// `what` says what mismatched inputs mean for this kind. The large vectors come from `buffers`
+/// on both paths.
 pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
     circuit: impl Fn() -> Result<C, CircuitError>,
     k: usize,
     expected: &[Fr],
     what: &'static str,
     pce: Option<&Pce>,
+    buffers: &dyn Buffers,
 ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
     let synthesis = |e| CircuitError::Synthesis(format!("partition {k}: {e}"));
     let checked = |synth: SynthesizedProof| -> Result<SynthesizedProof, CircuitError> {
@@ -132,13 +136,13 @@ pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
     };
     let full = || -> Result<SynthesizedProof, CircuitError> {
         let c = circuit()?;
-        checked(guarded(k, || synthesize(c))?.map_err(synthesis)?)
+        checked(guarded(k, || synthesize_into(c, buffers))?.map_err(synthesis)?)
     };
     let Some(pce) = pce else {
         return Ok((full()?, SynthPath::Full));
     };
     let c = circuit()?;
-    let refused = match guarded(k, || pce.synthesize(c)) {
+    let refused = match guarded(k, || pce.synthesize_into(c, buffers)) {
         Ok(Ok(synth)) => match checked(synth) {
             Ok(synth) => return Ok((synth, SynthPath::Pce)),
             Err(e) => e.to_string(),
@@ -339,18 +343,60 @@ mod tests {
         let circuit = || Ok(SyntheticCircuit::new(2, 500, 3));
         let expected = SyntheticCircuit::new(2, 500, 3).inputs;
         let good = crate::pce::record(SyntheticCircuit::new(2, 500, 9)).unwrap();
-        let (fast, path) = synthesize_checked(circuit, 0, &expected, "x", Some(&good)).unwrap();
+        let (fast, path) =
+            synthesize_checked(circuit, 0, &expected, "x", Some(&good), &Heap).unwrap();
         assert_eq!(path, SynthPath::Pce);
         let wrong = good.tampered();
-        let (full, path) = synthesize_checked(circuit, 0, &expected, "x", Some(&wrong)).unwrap();
+        let (full, path) =
+            synthesize_checked(circuit, 0, &expected, "x", Some(&wrong), &Heap).unwrap();
         assert_eq!(path, SynthPath::FullAfterPce);
         assert_eq!(full, fast);
         let other = vec![Fr::from(5u64); 2];
-        let err = synthesize_checked(circuit, 0, &other, "x", Some(&wrong)).unwrap_err();
+        let err = synthesize_checked(circuit, 0, &other, "x", Some(&wrong), &Heap).unwrap_err();
         assert!(
             matches!(err, CircuitError::PublicInputMismatch { .. }),
             "{err}"
         );
+    }
+
+    /// The pool's buffers are taken on every path, the full one after a refused PCE included:
+    /// what the prover gets is lent memory, never a heap copy (no silent bypass). Vectors lent
+    /// from plain Vecs stand in for the page-locked pool, which a test cannot always lock.
+    #[test]
+    fn every_synthesis_path_fills_the_buffers_it_is_given_fake_pool() {
+        use crate::synth::synthetic::SyntheticCircuit;
+        use crate::synth::VecLender;
+        use std::sync::atomic::Ordering;
+        let circuit = || Ok(SyntheticCircuit::new(2, 500, 3));
+        let expected = SyntheticCircuit::new(2, 500, 3).inputs;
+        let good = crate::pce::record(SyntheticCircuit::new(2, 500, 9)).unwrap();
+        let wrong = crate::pce::record(SyntheticCircuit::new(2, 500, 9))
+            .unwrap()
+            .tampered();
+        for (pce, want) in [
+            (None, SynthPath::Full),
+            (Some(&good), SynthPath::Pce),
+            (Some(&wrong), SynthPath::FullAfterPce),
+        ] {
+            // The full path does not know its size: room for the whole circuit.
+            let lender = VecLender {
+                room: 4096,
+                ..VecLender::default()
+            };
+            let (synth, path) =
+                synthesize_checked(circuit, 0, &expected, "x", pce, &lender).unwrap();
+            assert_eq!(path, want);
+            assert!(synth.all_lent(), "{path:?}: {:?} {:?}", synth.a, synth.aux);
+            assert_eq!(synth.lent_bytes(), 4 * 4096 * 32, "{path:?}");
+            let taken = lender.lent.load(Ordering::SeqCst);
+            assert_eq!(taken - lender.returned.load(Ordering::SeqCst), 4);
+            drop(synth);
+            assert_eq!(
+                lender.returned.load(Ordering::SeqCst),
+                taken,
+                "all given back"
+            );
+        }
     }
 
     #[test]

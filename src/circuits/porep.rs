@@ -30,7 +30,7 @@ use super::{
 };
 use crate::groth16::Proof;
 use crate::pce::Pce;
-use crate::synth::{SynthPath, SynthesizedProof};
+use crate::synth::{Buffers, SynthPath, SynthesizedProof};
 
 /// The envelope Curio's client sends: the C1 JSON, base64-encoded, with the sector's identity.
 #[derive(Deserialize)]
@@ -354,6 +354,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
         &self,
         k: usize,
         pce: Option<&Pce>,
+        buffers: &dyn Buffers,
     ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
         // The seed only enters through the public inputs the verifier derives (the challenges):
         // a C1 output with a wrong seed gives a satisfied circuit and a proof that never verifies.
@@ -363,6 +364,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
             &self.public_inputs(k)?,
             "the seed and commitments of the C1 output",
             pce,
+            buffers,
         )
     }
 

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::groth16::Proof;
 use crate::pce::Pce;
-use crate::synth::{SynthPath, SynthesizedProof};
+use crate::synth::{Buffers, SynthPath, SynthesizedProof};
 
 /// The actors' limit on partitions in one deadline: a WindowPoSt partition index beyond it is
 /// not a request anyone can make.
@@ -458,6 +458,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
         &self,
         _k: usize,
         pce: Option<&Pce>,
+        buffers: &dyn Buffers,
     ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
         synthesize_checked(
             || self.circuit(),
@@ -465,6 +466,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
             &self.expected,
             "the randomness, prover id and partition index",
             pce,
+            buffers,
         )
     }
 

@@ -26,7 +26,7 @@ use super::{
 };
 use crate::groth16::Proof;
 use crate::pce::Pce;
-use crate::synth::{SynthPath, SynthesizedProof};
+use crate::synth::{Buffers, SynthPath, SynthesizedProof};
 
 /// A parsed, checked SnapDeals job.
 pub struct SnapDeals {
@@ -261,6 +261,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits fo
         &self,
         k: usize,
         pce: Option<&Pce>,
+        buffers: &dyn Buffers,
     ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
         let expected =
             <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::generate_public_inputs(
@@ -277,6 +278,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits fo
             &expected,
             "comm_r_old, comm_r_new and comm_d_new",
             pce,
+            buffers,
         )
     }
 

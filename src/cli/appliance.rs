@@ -12,7 +12,7 @@ use crate::config::Settings;
 use crate::engine::{Concurrency, Engine, Limits, ProverSlots, Proving};
 use crate::groth16::Backend;
 use crate::jobs::JobStore;
-use crate::memory::{Admission, Budget, Hold, Purpose, System};
+use crate::memory::{memlock_limit, Admission, Budget, Hold, PinnedPool, Purpose, System, GRANULE};
 use crate::metrics::Metrics;
 use crate::pce::PceStore;
 use crate::systemd::Notifier;
@@ -27,8 +27,11 @@ pub struct Appliance {
     pub slots: Arc<ProverSlots>,
     /// The backends behind the slots: each GPU, or the CPU.
     pub backends: Vec<Arc<dyn Backend>>,
-    /// The budget's share for the backends' page-locked memory, returned when they go.
-    _locked: Option<Hold>,
+    /// The page-locked pool partitions' vectors are lent from.
+    pub pool: Option<Arc<PinnedPool>>,
+    /// The budget's share for the backends' page-locked memory and for the pool, returned
+    /// when they go.
+    _locked: Vec<Hold>,
 }
 
 /// What SIGHUP may change in a running engine.
@@ -81,14 +84,37 @@ pub fn assemble(
     let admission = Admission::new(budget.total_bytes, concurrency.depth);
     // What the backends keep page-locked counts against the budget for as long as they run.
     let locked: u64 = provers.backends.iter().map(|b| b.locked_bytes()).sum();
-    let locked = match locked {
-        0 => None,
-        bytes => Some(admission.try_hold(Purpose::Locked, bytes).ok_or_else(|| {
+    let mut locked = match locked {
+        0 => Vec::new(),
+        bytes => vec![admission.try_hold(Purpose::Locked, bytes).ok_or_else(|| {
             anyhow!(
                 "the memory budget ({} bytes) cannot hold the {bytes} bytes the GPUs keep page-locked",
                 budget.total_bytes
             )
-        })?),
+        })?],
+    };
+    let pool = match settings.pinned_bytes {
+        None => {
+            tracing::info!(
+                "no page-locked pool (memory.pinned = false): partitions' vectors on the heap"
+            );
+            None
+        }
+        Some(configured) => {
+            let (pool, hold) = pinned_pool(&admission, budget.total_bytes, configured)?;
+            for backend in &provers.backends {
+                if let Some(took) = backend.register_pool(&pool)? {
+                    tracing::info!(
+                        backend = backend.name(),
+                        bytes = pool.status().locked_bytes,
+                        seconds = took.as_secs_f64(),
+                        "page-locked pool registered with the device"
+                    );
+                }
+            }
+            locked.push(hold);
+            Some(pool)
+        }
     };
     let slots = ProverSlots::new(slot_count);
     let pce = if settings.pce {
@@ -108,6 +134,7 @@ pub fn assemble(
             workers: concurrency.workers,
             params_dir: settings.params_dir.clone(),
             pce,
+            pool: pool.clone(),
         },
         limits(settings),
         notifier,
@@ -120,6 +147,49 @@ pub fn assemble(
         concurrency,
         slots,
         backends,
+        pool,
         _locked: locked,
     })
+}
+
+/// The page-locked pool: `configured` bytes (0: a quarter of the budget), no more than
+/// RLIMIT_MEMLOCK allows (a lower limit is said once, naming the unit's LimitMEMLOCK=), held
+/// from the budget for as long as it exists.
+fn pinned_pool(
+    admission: &Arc<Admission>,
+    budget: u64,
+    configured: u64,
+) -> Result<(Arc<PinnedPool>, Hold)> {
+    let wanted = match configured {
+        0 => budget / 4,
+        bytes => bytes,
+    };
+    let limit = memlock_limit();
+    let bytes = match limit {
+        Some(limit) if limit < wanted => {
+            tracing::warn!(
+                rlimit_memlock = limit,
+                wanted,
+                "RLIMIT_MEMLOCK is below the page-locked pool's size: the pool is cut to it; set LimitMEMLOCK=infinity in the unit (the packaged unit does)"
+            );
+            limit
+        }
+        _ => wanted,
+    };
+    let bytes = bytes / GRANULE as u64 * GRANULE as u64;
+    if bytes == 0 {
+        anyhow::bail!("the page-locked pool would be empty (RLIMIT_MEMLOCK {limit:?} bytes, budget {budget}): raise LimitMEMLOCK= or set memory.pinned = false");
+    }
+    let hold = admission.try_hold(Purpose::PinnedPool, bytes).ok_or_else(|| {
+        anyhow!("the memory budget ({budget} bytes) cannot hold a page-locked pool of {bytes} bytes: lower memory.pinned_bytes")
+    })?;
+    let pool = PinnedPool::new(bytes as usize)?;
+    let status = pool.status();
+    tracing::info!(
+        locked_bytes = status.locked_bytes,
+        seconds = status.lock_seconds,
+        rlimit_memlock = limit,
+        "page-locked pool mapped and locked"
+    );
+    Ok((pool, hold))
 }

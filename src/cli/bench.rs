@@ -436,7 +436,7 @@ fn bench_synth(
             let (with, want) = paths[i];
             let before = reset_peak_rss();
             let start = Instant::now();
-            let (synth, path) = job.synthesize_with(partition, with)?;
+            let (synth, path) = job.synthesize_with(partition, with, &crate::synth::Heap)?;
             seconds[i].push(start.elapsed().as_secs_f64());
             peaks[i].push(proc_status_bytes("VmHWM:").saturating_sub(before));
             if path != want {
@@ -493,7 +493,7 @@ fn digest(synth: &crate::synth::SynthesizedProof) -> [u8; 32] {
     use ff::PrimeField;
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    for values in [&synth.a, &synth.b, &synth.c, &synth.inputs, &synth.aux] {
+    for values in [&synth.a[..], &synth.b, &synth.c, &synth.inputs, &synth.aux] {
         h.update((values.len() as u64).to_le_bytes());
         for v in values.iter() {
             h.update(v.to_repr());

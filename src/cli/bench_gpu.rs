@@ -221,7 +221,7 @@ impl Work {
                 };
                 let (a, b, c) = (self.s1.clone(), self.s2.clone(), self.s3.clone());
                 let clock = Instant::now();
-                let sums = gpu.g1_sums(srs, a, b, c, w, true)?;
+                let sums = gpu.g1_sums(srs, a.into(), b.into(), c.into(), w, true)?;
                 let all = clock.elapsed().as_secs_f64();
                 let witness = &sums.witness;
                 let b_g2 = sums.b_g2.as_ref().map(|s| s.took.as_secs_f64());
@@ -240,7 +240,7 @@ impl Work {
 
     fn h(&self, gpu: &GpuBackend) -> Result<f64> {
         let (a, b, c) = (self.s1.clone(), self.s2.clone(), self.s3.clone());
-        timed(|| gpu.h_msm(&self.srs, a, b, c))
+        timed(|| gpu.h_msm(&self.srs, a.into(), b.into(), c.into()))
     }
 }
 

@@ -192,17 +192,19 @@ impl Tester<'_> {
             };
             let (a2, b2, c2) = (a.clone(), b.clone(), c.clone());
             let clock = Instant::now();
-            let got = self.gpu.h_coefficients(a.clone(), b.clone(), c.clone())?;
+            let got =
+                self.gpu
+                    .h_coefficients(a.clone().into(), b.clone().into(), c.clone().into())?;
             let gpu_s = clock.elapsed().as_secs_f64();
             let clock = Instant::now();
-            let want = CpuBackend.h_coefficients(a, b, c)?;
+            let want = CpuBackend.h_coefficients(a.into(), b.into(), c.into())?;
             let cpu_s = clock.elapsed().as_secs_f64();
             self.report(got == want, format!("h    len {len}"), gpu_s, cpu_s);
             // h straight into its MSM on the device (h in bit-reversed order there).
             if len <= 1 << 22 {
                 let bases = &h_bases[..want.len()];
                 let clock = Instant::now();
-                let got = self.gpu.h_msm_g1(bases, a2, b2, c2)?;
+                let got = self.gpu.h_msm_g1(bases, a2.into(), b2.into(), c2.into())?;
                 let gpu_s = clock.elapsed().as_secs_f64();
                 let clock = Instant::now();
                 let (want, _) = msm::<G1Projective>(bases, &want);
@@ -377,11 +379,13 @@ impl Tester<'_> {
                     srs.b_g2 = random_bases::<G2Projective>(b_len, seed + 30);
                     let [a, b, c] = abc.clone();
                     let clock = Instant::now();
-                    let got = self.gpu.g1_sums(&srs, a, b, c, w, true)?;
+                    let got = self
+                        .gpu
+                        .g1_sums(&srs, a.into(), b.into(), c.into(), w, true)?;
                     let gpu_s = clock.elapsed().as_secs_f64();
                     let [a, b, c] = abc;
                     let clock = Instant::now();
-                    let want = CpuBackend.g1_sums(&srs, a, b, c, w, true)?;
+                    let want = CpuBackend.g1_sums(&srs, a.into(), b.into(), c.into(), w, true)?;
                     let cpu_s = clock.elapsed().as_secs_f64();
                     let b_g2 = |sums: &crate::groth16::G1Sums| sums.b_g2.as_ref().map(|s| s.sum);
                     self.report(

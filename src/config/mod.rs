@@ -99,6 +99,10 @@ pub struct MemoryConfig {
     pub budget_bytes: u64,
     /// Left to the rest of the system when the budget is derived.
     pub margin_bytes: u64,
+    /// Lock a pool of host memory at start that partitions' vectors are lent from.
+    pub pinned: bool,
+    /// The pool's bytes, held from the budget; 0 derives a quarter of the budget.
+    pub pinned_bytes: u64,
 }
 
 impl Default for MemoryConfig {
@@ -106,6 +110,8 @@ impl Default for MemoryConfig {
         MemoryConfig {
             budget_bytes: 0,
             margin_bytes: 1 << 30,
+            pinned: true,
+            pinned_bytes: 0,
         }
     }
 }
@@ -229,6 +235,8 @@ pub struct Settings {
     pub kernel_dir: PathBuf,
     pub budget_bytes: u64,
     pub margin_bytes: u64,
+    /// The page-locked pool's bytes: None for no pool, Some(0) for a quarter of the budget.
+    pub pinned_bytes: Option<u64>,
     pub retention: Duration,
     pub retention_count: usize,
     pub params_dir: PathBuf,
@@ -343,6 +351,7 @@ impl Config {
             kernel_dir: self.jobs.data_dir.join("kernels"),
             budget_bytes: self.memory.budget_bytes,
             margin_bytes: self.memory.margin_bytes,
+            pinned_bytes: self.memory.pinned.then_some(self.memory.pinned_bytes),
             retention: Duration::from_secs(self.jobs.retention_secs),
             retention_count: self.jobs.retention_count,
             params_dir: path_or_none(&self.proving.params_dir).unwrap_or_else(default_params_dir),

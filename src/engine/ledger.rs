@@ -2,6 +2,7 @@
 //! and how many bytes they hold. It moves only where a partition enters synthesis, where its
 //! `SynthesizedProof` is made, handed to the prover and dropped: a [`LedgerEntry`] follows one
 //! partition and leaves the ledger when dropped, on success, error and cancellation alike.
+//! Bytes are counted where they are: on the heap, or lent from the page-locked pool.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -48,12 +49,23 @@ impl Stage {
 pub struct StageCount {
     pub stage: &'static str,
     pub buffers: i64,
+    /// On the heap.
     pub bytes: i64,
+    /// Lent from the page-locked pool.
+    pub pinned_bytes: i64,
+}
+
+/// Bytes a partition holds: on the heap, and lent from the page-locked pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    pub heap: usize,
+    pub pinned: usize,
 }
 
 pub struct Ledger {
     buffers: [AtomicI64; Stage::ALL.len()],
     bytes: [AtomicI64; Stage::ALL.len()],
+    pinned: [AtomicI64; Stage::ALL.len()],
     metrics: Arc<Metrics>,
 }
 
@@ -63,35 +75,44 @@ impl Ledger {
         for stage in Stage::ALL {
             metrics.ledger_buffers.with_label_values(&[stage.as_str()]);
             metrics.ledger_bytes.with_label_values(&[stage.as_str()]);
+            metrics
+                .ledger_pinned_bytes
+                .with_label_values(&[stage.as_str()]);
         }
         Ledger {
             buffers: Default::default(),
             bytes: Default::default(),
+            pinned: Default::default(),
             metrics,
         }
     }
 
-    fn add(&self, stage: Stage, buffers: i64, bytes: i64) {
+    fn add(&self, stage: Stage, buffers: i64, held: Held, sign: i64) {
         let i = stage.index();
+        let label = [stage.as_str()];
         let n = self.buffers[i].fetch_add(buffers, Ordering::SeqCst) + buffers;
-        let b = self.bytes[i].fetch_add(bytes, Ordering::SeqCst) + bytes;
-        self.metrics
-            .ledger_buffers
-            .with_label_values(&[stage.as_str()])
-            .set(n);
-        self.metrics
-            .ledger_bytes
-            .with_label_values(&[stage.as_str()])
-            .set(b);
+        self.metrics.ledger_buffers.with_label_values(&label).set(n);
+        for (count, bytes, gauge) in [
+            (&self.bytes[i], held.heap, &self.metrics.ledger_bytes),
+            (
+                &self.pinned[i],
+                held.pinned,
+                &self.metrics.ledger_pinned_bytes,
+            ),
+        ] {
+            let delta = sign * bytes as i64;
+            let now = count.fetch_add(delta, Ordering::SeqCst) + delta;
+            gauge.with_label_values(&label).set(now);
+        }
     }
 
-    /// A partition enters `stage` holding `bytes`.
-    pub fn enter(&self, stage: Stage, bytes: usize) -> LedgerEntry<'_> {
-        self.add(stage, 1, bytes as i64);
+    /// A partition enters `stage` holding `held`.
+    pub fn enter(&self, stage: Stage, held: Held) -> LedgerEntry<'_> {
+        self.add(stage, 1, held, 1);
         LedgerEntry {
             ledger: self,
             stage,
-            bytes: bytes as i64,
+            held,
         }
     }
 
@@ -102,6 +123,7 @@ impl Ledger {
                 stage: s.as_str(),
                 buffers: self.buffers[s.index()].load(Ordering::SeqCst),
                 bytes: self.bytes[s.index()].load(Ordering::SeqCst),
+                pinned_bytes: self.pinned[s.index()].load(Ordering::SeqCst),
             })
             .collect()
     }
@@ -111,21 +133,21 @@ impl Ledger {
 pub struct LedgerEntry<'a> {
     ledger: &'a Ledger,
     stage: Stage,
-    bytes: i64,
+    held: Held,
 }
 
 impl<'a> LedgerEntry<'a> {
-    /// The partition moves on to `stage`, now holding `bytes`.
-    pub fn move_to(self, stage: Stage, bytes: usize) -> LedgerEntry<'a> {
+    /// The partition moves on to `stage`, now holding `held`.
+    pub fn move_to(self, stage: Stage, held: Held) -> LedgerEntry<'a> {
         let ledger = self.ledger;
         drop(self);
-        ledger.enter(stage, bytes)
+        ledger.enter(stage, held)
     }
 }
 
 impl Drop for LedgerEntry<'_> {
     fn drop(&mut self) {
-        self.ledger.add(self.stage, -1, -self.bytes);
+        self.ledger.add(self.stage, -1, self.held, -1);
     }
 }
 
@@ -136,27 +158,28 @@ mod tests {
     #[test]
     fn entries_move_between_stages_and_leave_on_drop() {
         let ledger = Ledger::new(Arc::new(Metrics::new()));
-        let a = ledger.enter(Stage::Synthesizing, 0);
+        let held = |heap, pinned| Held { heap, pinned };
+        let a = ledger.enter(Stage::Synthesizing, Held::default());
         let b = ledger
-            .enter(Stage::Synthesizing, 0)
-            .move_to(Stage::Synthesized, 100);
+            .enter(Stage::Synthesizing, Held::default())
+            .move_to(Stage::Synthesized, held(100, 7));
         let count = |stage: Stage| {
             let s = ledger.snapshot();
             let c = &s[stage.index()];
-            (c.buffers, c.bytes)
+            (c.buffers, c.bytes, c.pinned_bytes)
         };
-        assert_eq!(count(Stage::Synthesizing), (1, 0));
-        assert_eq!(count(Stage::Synthesized), (1, 100));
-        let b = b.move_to(Stage::Proving, 100);
-        assert_eq!(count(Stage::Synthesized), (0, 0));
-        assert_eq!(count(Stage::Proving), (1, 100));
-        let b = b.move_to(Stage::Finalizing, 10);
-        assert_eq!(count(Stage::Proving), (0, 0));
-        assert_eq!(count(Stage::Finalizing), (1, 10));
+        assert_eq!(count(Stage::Synthesizing), (1, 0, 0));
+        assert_eq!(count(Stage::Synthesized), (1, 100, 7));
+        let b = b.move_to(Stage::Proving, held(100, 7));
+        assert_eq!(count(Stage::Synthesized), (0, 0, 0));
+        assert_eq!(count(Stage::Proving), (1, 100, 7));
+        let b = b.move_to(Stage::Finalizing, held(10, 0));
+        assert_eq!(count(Stage::Proving), (0, 0, 0));
+        assert_eq!(count(Stage::Finalizing), (1, 10, 0));
         drop((a, b));
         assert!(ledger
             .snapshot()
             .iter()
-            .all(|c| c.buffers == 0 && c.bytes == 0));
+            .all(|c| c.buffers == 0 && c.bytes == 0 && c.pinned_bytes == 0));
     }
 }

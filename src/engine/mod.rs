@@ -18,6 +18,7 @@ mod concurrency;
 mod extraction;
 mod ledger;
 mod partitions;
+mod pooled;
 mod provers;
 mod queue;
 mod residency;
@@ -29,6 +30,7 @@ mod tests;
 
 pub use concurrency::Concurrency;
 pub use ledger::{Ledger, LedgerEntry, Stage};
+pub use pooled::pooled_sizes;
 pub use provers::{ProverSlot, ProverSlots};
 pub use run::partition_bytes;
 
@@ -47,7 +49,7 @@ use crate::circuits::{CircuitId, ProofKind};
 use crate::config::Finish;
 use crate::gpu::{GpuInfo, Provers};
 use crate::jobs::{now_ms, JobRecord, JobState, JobStore, Progress};
-use crate::memory::{Admission, MemoryStatus};
+use crate::memory::{Admission, MemoryStatus, PinnedPool, PoolStatus};
 use crate::metrics::Metrics;
 use crate::pce::PceStore;
 use crate::systemd::Notifier;
@@ -98,6 +100,8 @@ pub struct Proving {
     pub params_dir: PathBuf,
     /// PCE files (None: every partition on the full path).
     pub pce: Option<Arc<PceStore>>,
+    /// The page-locked pool partitions' vectors are lent from (None: the heap).
+    pub pool: Option<Arc<PinnedPool>>,
 }
 
 /// The engine loop's pulse, for /healthz and the systemd watchdog.
@@ -139,6 +143,8 @@ pub struct EngineStatus {
     pub queued: HashMap<ProofKind, usize>,
     pub ledger: Vec<ledger::StageCount>,
     pub memory: MemoryStatus,
+    /// The page-locked pool: locked and leased bytes, how long locking took (null: none).
+    pub pinned_pool: Option<PoolStatus>,
     pub parameters_loaded: Vec<PathBuf>,
     pub pces_loaded: Vec<LoadedFile>,
     pub pces_extracting: Vec<CircuitId>,
@@ -354,6 +360,7 @@ impl Engine {
             queued,
             ledger: inner.ledger.snapshot(),
             memory: inner.proving.admission.snapshot(),
+            pinned_pool: inner.proving.pool.as_ref().map(|p| p.status()),
             parameters_loaded: inner
                 .residency
                 .srs

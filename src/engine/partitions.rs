@@ -20,19 +20,20 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand::rngs::OsRng;
 
-use super::ledger::{Ledger, Stage};
+use super::ledger::{Held, Ledger, Stage};
 use super::lock;
+use super::pooled::{lease, PoolBuffers};
 use super::provers::ProverSlots;
 use super::run::{internal, refused, Ending};
 use super::sets::Loaded;
 use crate::circuits::ProofJob;
 use crate::config::Finish;
 use crate::groth16::{prove_start, Backend, CpuBackend, Proof};
-use crate::memory::{Admission, Reservation};
+use crate::memory::{Admission, Lease, PinnedPool, Reservation};
 use crate::metrics::Metrics;
 use crate::pce::Pce;
 use crate::srs::Srs;
-use crate::synth::SynthPath;
+use crate::synth::{SynthPath, SynthesizedProof};
 
 /// How often the job's thread passes a cancellation on to its partitions.
 const POLL: Duration = Duration::from_millis(100);
@@ -83,8 +84,13 @@ pub struct Partitions<'a> {
     pub metrics: &'a Metrics,
     pub finish: Finish,
     pub priority: u8,
-    /// Bytes reserved for each partition until it reaches the prover.
+    /// Bytes each partition holds until it reaches the prover: reserved from the budget, but
+    /// for the part lent from `pool`.
     pub estimate: u64,
+    /// The page-locked pool a partition's vectors are lent from, and their sizes
+    /// (`pooled_sizes`).
+    pub pool: Option<&'a Arc<PinnedPool>>,
+    pub pooled: [usize; 4],
 }
 
 /// One job's run: what its partition threads share.
@@ -208,22 +214,27 @@ impl Partitions<'_> {
                 return;
             }
             let _ = tx.send(Event::Step(k, Step::WaitingForMemory));
-            let reservation = match self
-                .admission
-                .admit(self.priority, self.estimate, &run.stop)
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = tx.send(Event::Ended(k, refused(e)));
-                    return;
-                }
-            };
+            // The pool's bytes are held from the budget already: what is lent is not reserved
+            // again.
+            let lease = lease(self.pool, &self.pooled);
+            let lent = lease.as_ref().map_or(0, |l| l.bytes().min(self.estimate));
+            let reservation =
+                match self
+                    .admission
+                    .admit(self.priority, self.estimate - lent, &run.stop)
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = tx.send(Event::Ended(k, refused(e)));
+                        return;
+                    }
+                };
             let tx_k = tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("cuzk-partition-{k}"))
                 .spawn_scoped(scope, move || {
                     let outcome = catch_unwind(AssertUnwindSafe(|| {
-                        self.partition(run, k, reservation, &tx_k)
+                        self.partition(run, k, reservation, lease, &tx_k)
                     }))
                     .unwrap_or_else(|_| {
                         Err(internal(format!(
@@ -249,13 +260,14 @@ impl Partitions<'_> {
         }
     }
 
-    /// Synthesizes and proves partition `k` under its reservation; the proof and its prove
-    /// seconds.
+    /// Synthesizes and proves partition `k` under its reservation, its vectors in `lease`
+    /// where it has one; the proof and its prove seconds.
     fn partition(
         &self,
         run: &Run<'_>,
         k: usize,
         mut reservation: Reservation,
+        lease: Option<Lease>,
         tx: &Sender<Event>,
     ) -> Result<(Proof<Bls12>, f64), Ending> {
         let step = |step: Step| {
@@ -267,13 +279,16 @@ impl Partitions<'_> {
         };
         let kind = run.job.kind().as_str();
         step(Step::Synthesis)?;
-        let entry = self.ledger.enter(Stage::Synthesizing, 0);
+        let entry = self.ledger.enter(Stage::Synthesizing, Held::default());
         let start = Instant::now();
         let pce = lock(&run.pce).clone();
-        let (synth, path) = run
-            .job
-            .synthesize_with(k, pce.as_ref().map(|set| &set.value))?;
-        drop(pce);
+        let (synth, path) = run.job.synthesize_with(
+            k,
+            pce.as_ref().map(|set| &set.value),
+            &PoolBuffers(lease.as_ref()),
+        )?;
+        // The buffers taken keep their memory lent; the rest goes back to the pool now.
+        drop((pce, lease));
         if path == SynthPath::FullAfterPce && lock(&run.pce).take().is_some() {
             (run.on_wrong_pce)();
         }
@@ -288,7 +303,12 @@ impl Partitions<'_> {
             .with_label_values(&[kind])
             .observe(secs);
         let bytes = synth.heap_bytes();
-        let entry = entry.move_to(Stage::Synthesized, bytes);
+        let held = Held {
+            heap: bytes,
+            pinned: synth.lent_bytes(),
+        };
+        self.count_buffers(kind, &synth);
+        let entry = entry.move_to(Stage::Synthesized, held);
         for (measure, b) in [("estimated", self.estimate), ("synthesized", bytes as u64)] {
             self.metrics
                 .partition_bytes
@@ -299,6 +319,7 @@ impl Partitions<'_> {
             tracing::info!(
                 estimated_bytes = self.estimate,
                 synthesized_bytes = bytes,
+                pinned_bytes = held.pinned,
                 synthesis_path = path.as_str(),
                 synthesis_s = secs,
                 "partition reservation: estimate and synthesized size"
@@ -312,7 +333,7 @@ impl Partitions<'_> {
             .map_err(|_| Ending::Cancelled)?;
         reservation.reached_prover();
         step(Step::Proving)?;
-        let entry = entry.move_to(Stage::Proving, bytes);
+        let entry = entry.move_to(Stage::Proving, held);
         let backend = &self.backends[slot.id() % self.backends.len()];
         let failed = |e| internal(format!("partition {k}: {e}"));
         let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
@@ -331,7 +352,13 @@ impl Partitions<'_> {
             None
         };
         let left = started.heap_bytes();
-        let entry = entry.move_to(Stage::Finalizing, left);
+        let entry = entry.move_to(
+            Stage::Finalizing,
+            Held {
+                heap: left,
+                pinned: 0,
+            },
+        );
         reservation.shrink_to(left as u64);
         let (proof, timings) = started.finish(finisher, run.srs).map_err(failed)?;
         drop((entry, slot, reservation));
@@ -341,6 +368,18 @@ impl Partitions<'_> {
             .with_label_values(&[kind])
             .observe(secs);
         Ok((proof, secs))
+    }
+
+    /// Counts where `synth`'s large vectors are: lent from the pool, or on the heap.
+    fn count_buffers(&self, kind: &str, synth: &SynthesizedProof) {
+        let vectors = [&synth.a, &synth.b, &synth.c, &synth.aux];
+        let heap: usize = vectors.iter().map(|v| v.heap_bytes()).sum();
+        for (place, bytes) in [("pinned", synth.lent_bytes()), ("heap", heap)] {
+            self.metrics
+                .synthesis_buffer_bytes
+                .with_label_values(&[kind, place])
+                .inc_by(bytes as u64);
+        }
     }
 }
 
@@ -363,7 +402,7 @@ mod tests {
     use crate::groth16::msm::MsmStats;
     use crate::groth16::{CpuBackend, ProveError};
     use crate::synth::synthetic::SyntheticCircuit;
-    use crate::synth::{synthesize, SynthesizedProof};
+    use crate::synth::{synthesize_into, Buffers, Scalars, SynthesizedProof};
 
     /// When something started and ended, by what.
     type Log = Mutex<Vec<(&'static str, usize, Instant, Instant)>>;
@@ -375,6 +414,8 @@ mod tests {
         partitions: usize,
         /// This partition's synthesis fails.
         fails: Option<usize>,
+        /// Synthesis through this PCE (the full path without).
+        pce: Option<Pce>,
         log: Arc<Log>,
     }
 
@@ -392,6 +433,7 @@ mod tests {
             &self,
             k: usize,
             _pce: Option<&Pce>,
+            buffers: &dyn Buffers,
         ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
             let start = Instant::now();
             if self.fails == Some(k) {
@@ -399,9 +441,20 @@ mod tests {
             }
             // Long enough for the partitions admitted together to be seen synthesizing together.
             std::thread::sleep(Duration::from_millis(100));
-            let synth = synthesize(circuit(k)).map_err(|e| CircuitError::Synthesis(e.to_string()));
+            let failed = |e: String| CircuitError::Synthesis(e);
+            let synth = match &self.pce {
+                Some(pce) => (
+                    pce.synthesize_into(circuit(k), buffers)
+                        .map_err(|e| failed(e.to_string()))?,
+                    SynthPath::Pce,
+                ),
+                None => (
+                    synthesize_into(circuit(k), buffers).map_err(|e| failed(e.to_string()))?,
+                    SynthPath::Full,
+                ),
+            };
             lock(&self.log).push(("synthesis", k, start, Instant::now()));
-            Ok((synth?, SynthPath::Full))
+            Ok(synth)
         }
         fn parameter_set(&self) -> String {
             "synthetic".into()
@@ -452,14 +505,18 @@ mod tests {
         }
         fn h_coefficients(
             &self,
-            a: Vec<Scalar>,
-            b: Vec<Scalar>,
-            c: Vec<Scalar>,
-        ) -> Result<Vec<Scalar>, ProveError> {
+            a: Scalars,
+            b: Scalars,
+            c: Scalars,
+        ) -> Result<Scalars, ProveError> {
             let start = Instant::now();
+            let lent = a.is_lent() && b.is_lent() && c.is_lent();
             let h = CpuBackend.h_coefficients(a, b, c);
             let n = self.calls.fetch_add(1, Ordering::SeqCst);
             lock(&self.log).push(("h", n, start, Instant::now()));
+            if lent {
+                lock(&self.log).push(("h from the pool", n, start, Instant::now()));
+            }
             h
         }
         fn msm_g1(
@@ -505,6 +562,8 @@ mod tests {
         result: Result<Vec<Proof<Bls12>>, Ending>,
         log: Vec<(&'static str, usize, Instant, Instant)>,
         reports: Vec<Report>,
+        /// Bytes of a, b, c and aux synthesized on the heap (`cuzk_synthesis_buffer_bytes_total`).
+        heap_bytes: u64,
     }
 
     /// Runs `job` through an admission gate of `depth` and one prover slot.
@@ -516,12 +575,26 @@ mod tests {
         finish: Finish,
         cancel_after: Option<Duration>,
     ) -> Outcome {
-        let log = Arc::new(Log::default());
         let job = SyntheticJob {
             partitions,
             fails,
-            log: log.clone(),
+            pce: None,
+            log: Arc::default(),
         };
+        run_with(bench, job, depth, finish, cancel_after, None)
+    }
+
+    /// Runs `job` as `run` does, its vectors lent from `pool` where given.
+    fn run_with(
+        bench: &Bench,
+        job: SyntheticJob,
+        depth: usize,
+        finish: Finish,
+        cancel_after: Option<Duration>,
+        pool: Option<&Arc<PinnedPool>>,
+    ) -> Outcome {
+        let log = job.log.clone();
+        let leased_before = pool.map(|p| p.status().leased_bytes);
         let metrics = Metrics::new();
         let ledger = Ledger::new(Arc::new(Metrics::new()));
         let admission = Admission::new(1 << 40, depth);
@@ -540,6 +613,8 @@ mod tests {
             finish,
             priority: 2,
             estimate: 1 << 20,
+            pool,
+            pooled: crate::engine::pooled_sizes(&bench.srs),
         };
         let cancel = AtomicBool::new(false);
         let mut reports = Vec::new();
@@ -555,11 +630,12 @@ mod tests {
                 reports.push(r)
             })
         });
-        // Whatever happened, nothing stays in the ledger or the budget.
+        // Whatever happened, nothing stays in the ledger, the budget or the pool.
         assert!(ledger
             .snapshot()
             .iter()
-            .all(|c| c.buffers == 0 && c.bytes == 0));
+            .all(|c| c.buffers == 0 && c.bytes == 0 && c.pinned_bytes == 0));
+        assert_eq!(pool.map(|p| p.status().leased_bytes), leased_before);
         let snap = admission.snapshot();
         assert_eq!((snap.reserved_bytes, snap.ahead_of_prover), (0, 0));
         if let Ok(proofs) = &result {
@@ -571,7 +647,59 @@ mod tests {
             result,
             log,
             reports,
+            heap_bytes: metrics
+                .synthesis_buffer_bytes
+                .with_label_values(&["porep-c2", "heap"])
+                .get(),
         }
+    }
+
+    /// A real page-locked pool of `bytes`, or None where this process may not lock that much
+    /// (RLIMIT_MEMLOCK below it, not root): said on stderr.
+    fn locked_pool(bytes: usize) -> Option<Arc<PinnedPool>> {
+        match PinnedPool::new(bytes) {
+            Ok(pool) => Some(pool),
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn every_partitions_vectors_are_lent_from_the_page_locked_pool_and_given_back() {
+        let bench = bench();
+        let Some(pool) = locked_pool(64 << 20) else {
+            return;
+        };
+        let recorded = crate::pce::record(circuit(99)).unwrap();
+        for pce in [None, Some(recorded)] {
+            let path = if pce.is_some() { "pce" } else { "full" };
+            let job = SyntheticJob {
+                partitions: 4,
+                fails: None,
+                pce,
+                log: Arc::default(),
+            };
+            let out = run_with(&bench, job, 2, Finish::Prover, None, Some(&pool));
+            assert!(out.result.is_ok(), "{path}: the job failed");
+            let pooled = intervals(&out.log, "h from the pool").len();
+            assert_eq!(pooled, 4, "{path}: h calls on a, b, c in the pool");
+            assert_eq!(out.heap_bytes, 0, "{path}: vectors synthesized on the heap");
+        }
+        // With no room in the pool the vectors go to the heap, and the metric says so.
+        let hog = pool.lease(&[60 << 20]).expect("the pool is idle");
+        let job = SyntheticJob {
+            partitions: 2,
+            fails: None,
+            pce: None,
+            log: Arc::default(),
+        };
+        let out = run_with(&bench, job, 2, Finish::Prover, None, Some(&pool));
+        assert!(out.result.is_ok());
+        assert!(intervals(&out.log, "h from the pool").is_empty());
+        assert!(out.heap_bytes > 0);
+        drop(hog);
     }
 
     fn intervals(

@@ -286,6 +286,8 @@ impl Inner {
             finish: self.proving.finish,
             priority: urgency,
             estimate,
+            pool: self.proving.pool.as_ref(),
+            pooled: super::pooled_sizes(srs),
         };
         let circuit = proof_job.circuit_id();
         let proofs = partitions.prove(

@@ -20,6 +20,7 @@ fn engine(data: &std::path::Path, max_queued_jobs: usize) -> Engine {
             workers: 1,
             params_dir: data.to_owned(),
             pce: None,
+            pool: None,
         },
         Limits {
             max_queued_jobs,

@@ -19,13 +19,16 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use super::kernels::{self, Kernel};
+use super::registered::{register, Registered};
 use super::resident::Resident;
 use super::staging::Staging;
 use super::{Gpu, GpuInfo};
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
 use crate::groth16::{Assignment, Backend, G1Query, G1Sums, ProveError, StageTime, WitnessSums};
+use crate::memory::PinnedPool;
 use crate::srs::Srs;
+use crate::synth::Scalars;
 
 /// The loaded kernels, indexed by [`Kernel`].
 pub(super) struct Kernels(Vec<CudaFunction>);
@@ -137,8 +140,10 @@ pub struct GpuBackend {
     pub(super) resident: Mutex<Resident>,
     pub(super) keep_bases: AtomicBool,
     pub(super) pool: Pool,
-    /// Page-locked halves every upload goes through.
+    /// Page-locked halves every upload from other memory goes through.
     staging: Mutex<Staging>,
+    /// The page-locked pool, registered: uploads from it go straight to the device.
+    registered: Mutex<Option<Arc<Registered>>>,
 }
 
 /// Streams beside the compute stream: the witness's MSMs (L, A, B in G1, B in G2) run on them
@@ -248,6 +253,7 @@ impl GpuBackend {
             keep_bases: AtomicBool::new(true),
             pool: Pool::keeping(gpu)?,
             staging: Mutex::new(staging),
+            registered: Mutex::new(None),
         })
     }
 
@@ -260,9 +266,9 @@ impl GpuBackend {
     pub fn h_msm_g1(
         &self,
         bases: &[G1Affine],
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        a: Scalars,
+        b: Scalars,
+        c: Scalars,
     ) -> Result<G1Projective, ProveError> {
         self.h_msm_on_device(bases, None, a, b, c)
             .map(|(sum, _, _)| sum)
@@ -367,7 +373,21 @@ impl GpuBackend {
             return Ok(());
         }
         let (at, _ordered) = dev.device_ptr_mut(stream);
+        if self.is_registered(words) {
+            // SAFETY: `dev` has room for `words`; the caller keeps them until the stream has
+            // run this copy (`Staged::free_beside`, or a call that waits for its stream).
+            return unsafe { result::memcpy_htod_async(at, words, stream.cu_stream()) };
+        }
         lock(&self.staging).htod(stream, words, at)
+    }
+
+    /// Whether `words` lie in the registered page-locked pool (an upload from them is one DMA,
+    /// and they must outlive it).
+    pub(super) fn is_registered(&self, words: &[u32]) -> bool {
+        let bytes = words_as_bytes(words);
+        lock(&self.registered)
+            .as_ref()
+            .is_some_and(|r| r.holds(bytes))
     }
 }
 
@@ -376,21 +396,18 @@ impl Backend for GpuBackend {
         "gpu"
     }
 
-    fn h_coefficients(
-        &self,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
-    ) -> Result<Vec<Scalar>, ProveError> {
-        self.h_on_device(a, b, c).map_err(|e| e.on(&self.info))
+    fn h_coefficients(&self, a: Scalars, b: Scalars, c: Scalars) -> Result<Scalars, ProveError> {
+        self.h_on_device(a, b, c)
+            .map(Scalars::from)
+            .map_err(|e| e.on(&self.info))
     }
 
     fn h_msm(
         &self,
         srs: &Srs,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        a: Scalars,
+        b: Scalars,
+        c: Scalars,
     ) -> Result<(G1Projective, Duration), ProveError> {
         self.h_msm_on_device(&srs.h, Some((srs.id, G1Query::H.name())), a, b, c)
             .map(|(sum, _, h_took)| (sum, h_took))
@@ -428,9 +445,9 @@ impl Backend for GpuBackend {
     fn g1_sums(
         &self,
         srs: &Srs,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        a: Scalars,
+        b: Scalars,
+        c: Scalars,
         w: Assignment<'_>,
         b_g2: bool,
     ) -> Result<G1Sums, ProveError> {
@@ -465,6 +482,14 @@ impl Backend for GpuBackend {
 
     fn locked_bytes(&self) -> u64 {
         Staging::LOCKED_BYTES as u64
+    }
+
+    fn register_pool(&self, pool: &Arc<PinnedPool>) -> Result<Option<Duration>, ProveError> {
+        let ctx = self.stream.context();
+        let (registered, took) = register(ctx, pool)
+            .map_err(|e| ProveError::Device(format!("registering the page-locked pool: {e}")))?;
+        *lock(&self.registered) = Some(registered);
+        Ok(Some(took))
     }
 
     fn device_busy(&self) -> Option<Duration> {
@@ -553,4 +578,10 @@ mod tests {
             assert_eq!(*k as usize, i, "{k:?}");
         }
     }
+}
+
+/// `words` as bytes.
+fn words_as_bytes(words: &[u32]) -> &[u8] {
+    // SAFETY: u32s are plain bytes; the length is the same memory's.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast(), std::mem::size_of_val(words)) }
 }

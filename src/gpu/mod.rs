@@ -14,6 +14,7 @@ mod msm;
 mod ntt;
 mod points;
 mod queries;
+mod registered;
 mod resident;
 mod select;
 mod staging;

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G1Projective, Scalar};
-use cudarc::driver::{CudaSlice, DriverError};
+use cudarc::driver::{CudaEvent, CudaSlice, DriverError};
 use ff::{Field, PrimeField};
 use group::Group;
 
@@ -21,6 +21,7 @@ use super::resident::BasesKey;
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
 use crate::groth16::{G1Query, ProveError};
+use crate::synth::Scalars;
 
 /// Elements one block of `fr_ntt_tiles` holds: 2^10 (32 KiB) and as many twiddles. A pass runs
 /// at most this many stages.
@@ -76,18 +77,30 @@ pub(super) fn h_working_bytes(n: usize) -> usize {
 /// What h's call may take beyond a, b and c: its power tables, with slack.
 pub(super) const H_SLACK_BYTES: usize = 256 << 20;
 
-/// Host vectors whose uploads are staged, to be freed while the device works: returning a large
-/// allocation takes milliseconds.
+/// Host vectors whose uploads are queued, to be freed while the device works: returning a
+/// large allocation takes milliseconds. Those in the registered pool are read by the device
+/// itself: they are freed (lent out again) only once `read` has fired, the event behind their
+/// last transfer.
 #[must_use]
-pub(super) struct Staged(pub(super) Vec<Vec<Scalar>>);
+pub(super) struct Staged {
+    pub(super) vectors: Vec<Scalars>,
+    pub(super) read: Option<CudaEvent>,
+}
 
 impl Staged {
     /// Runs `work` while the vectors are freed, each on a thread of its own, joined before this
     /// returns (the memory is back when the caller's ledger says so).
     pub(super) fn free_beside<R>(self, work: impl FnOnce() -> R) -> R {
+        let read = &self.read;
         std::thread::scope(|frees| {
-            for host in self.0 {
-                frees.spawn(move || drop(host));
+            for host in self.vectors {
+                frees.spawn(move || {
+                    if let Some(event) = read.as_ref().filter(|_| host.is_lent()) {
+                        // On failure the device is lost, and nothing reads the vector.
+                        let _ = event.synchronize();
+                    }
+                    drop(host)
+                });
             }
             work()
         })
@@ -286,7 +299,7 @@ impl GpuBackend {
     /// beside the caller's next work. The caller holds the device and has made room.
     pub(super) fn h_kernels<T>(
         &self,
-        abc: [Vec<Scalar>; 3],
+        abc: [Scalars; 3],
         log_n: u32,
         then: impl FnOnce() -> Result<T, GpuError>,
     ) -> Result<(CudaSlice<u32>, T, Staged), GpuError> {
@@ -305,18 +318,25 @@ impl GpuBackend {
         // The host vectors are kept until every upload of the call is staged (unmapping pages
         // while other threads fill the staging halves halved their speed) and handed back.
         let mut staged = Vec::with_capacity(3);
+        let mut read = None;
         for (i, (v, host)) in bufs.iter_mut().zip(abc).enumerate() {
             self.upload_on_copy(&host, v)?;
             tracing::debug!(ms = ms(clock), vector = i, "h: vector staged");
             staged.push(host);
-            self.stream.wait(&self.copy.record_event(None)?)?;
+            let arrived = self.copy.record_event(None)?;
+            self.stream.wait(&arrived)?;
+            read = Some(arrived);
             self.h_transform(v, &plan)?;
         }
         let h = self.h_quotient(bufs.try_into().expect("three vectors"), &plan)?;
         let after = then()?;
         tracing::debug!(ms = ms(clock), "h: queued");
         self.record(h_label(log_n), clock, bytes)?;
-        Ok((h, after, Staged(staged)))
+        let staged = Staged {
+            vectors: staged,
+            read,
+        };
+        Ok((h, after, staged))
     }
 
     /// The log2 of h's domain for evaluations of `len` points.
@@ -331,9 +351,9 @@ impl GpuBackend {
     /// h's n - 1 coefficients, on the host.
     pub(super) fn h_on_device(
         &self,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        a: Scalars,
+        b: Scalars,
+        c: Scalars,
     ) -> Result<Vec<Scalar>, GpuError> {
         let log_n = Self::h_domain(a.len())?;
         let n = 1usize << log_n;
@@ -364,9 +384,9 @@ impl GpuBackend {
         &self,
         bases: &[G1Affine],
         key: Option<BasesKey>,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        a: Scalars,
+        b: Scalars,
+        c: Scalars,
     ) -> Result<(G1Projective, MsmStats, Duration), GpuError> {
         let log_n = Self::h_domain(a.len())?;
         let n = 1usize << log_n;

@@ -7,7 +7,7 @@
 use std::sync::mpsc::{channel, Sender};
 use std::time::{Duration, Instant};
 
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Projective, G2Projective};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaViewMut};
 
 use super::backend::{launch, GpuBackend, GpuError, Lane};
@@ -18,7 +18,7 @@ use super::resident::BasesKey;
 use crate::groth16::msm::MsmStats;
 use crate::groth16::{Assignment, G1Query, G1Sums, G2Sum, QuerySum, WitnessSums};
 use crate::srs::Srs;
-use crate::synth::Density;
+use crate::synth::{Density, Scalars};
 
 impl GpuBackend {
     /// L, A and B in G1 over `w`: the assignment uploaded, then [`GpuBackend::witness_kernels`].
@@ -52,7 +52,7 @@ impl GpuBackend {
     pub(super) fn g1_on_device(
         &self,
         srs: &Srs,
-        abc: [Vec<Scalar>; 3],
+        abc: [Scalars; 3],
         w: Assignment<'_>,
         with_b_g2: bool,
     ) -> Result<G1Sums, GpuError> {
@@ -210,7 +210,7 @@ impl GpuBackend {
         &self,
         w: &Assignment<'_>,
         mut assignment: OnDevice,
-        abc: [Vec<Scalar>; 3],
+        abc: [Scalars; 3],
         vectors: [CudaSlice<u32>; 3],
         assignment_tx: Sender<Arrival<OnDevice>>,
         vector_tx: Sender<Arrival<CudaSlice<u32>>>,
@@ -227,15 +227,21 @@ impl GpuBackend {
         // The host vectors are kept until every upload is staged: unmapping pages while other
         // threads fill the staging halves halved their speed.
         let mut staged = Vec::with_capacity(3);
+        let mut read = None;
         for (mut buf, host) in vectors.into_iter().zip(abc) {
             self.upload_on_copy(&host, &mut buf)?;
             staged.push(host);
             let event = self.copy.record_event(None)?;
+            read = Some(self.copy.record_event(None)?);
             if vector_tx.send(Arrival { event, buf }).is_err() {
-                return Ok(());
+                break;
             }
         }
-        Staged(staged).free_beside(|| ());
+        Staged {
+            vectors: staged,
+            read,
+        }
+        .free_beside(|| ());
         Ok(())
     }
 
@@ -653,7 +659,10 @@ mod tests {
 
     #[test]
     fn witness_room_steps_down_from_beside_everything_to_before_h() {
-        let (inputs, aux) = (vec![Scalar::from(1u64); 2], vec![Scalar::from(1u64); 1000]);
+        let (inputs, aux) = (
+            vec![blstrs::Scalar::from(1u64); 2],
+            vec![blstrs::Scalar::from(1u64); 1000],
+        );
         let (full_in, full_aux) = (Density::full(2), Density::full(1000));
         let w = Assignment {
             inputs: &inputs,

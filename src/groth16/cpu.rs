@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use super::domain::{scale_by_powers, Domain};
 use super::msm::{msm, MsmStats};
 use super::{Backend, ProveError};
+use crate::synth::Scalars;
 
 /// Proves on the host's cores.
 #[derive(Clone, Copy, Debug, Default)]
@@ -19,10 +20,10 @@ impl Backend for CpuBackend {
 
     fn h_coefficients(
         &self,
-        mut a: Vec<Scalar>,
-        mut b: Vec<Scalar>,
-        mut c: Vec<Scalar>,
-    ) -> Result<Vec<Scalar>, ProveError> {
+        mut a: Scalars,
+        mut b: Scalars,
+        mut c: Scalars,
+    ) -> Result<Scalars, ProveError> {
         let domain = Domain::for_len(a.len())?;
         let n = domain.size();
         let g = Scalar::MULTIPLICATIVE_GENERATOR;

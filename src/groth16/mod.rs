@@ -19,7 +19,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use msm::MsmStats;
 
 use crate::srs::Srs;
-use crate::synth::Density;
+use crate::synth::{Density, Scalars};
 
 /// Time and bytes of one stage of a backend's device work (a transfer, a group of kernels).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -156,21 +156,16 @@ pub trait Backend: Send + Sync {
 
     /// Coefficients of h(X) = (A(X)·B(X) - C(X)) / Z(X) from the evaluations of A, B, C over the
     /// smallest power-of-two domain holding them (shorter inputs are zero-padded): n - 1 values.
-    fn h_coefficients(
-        &self,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
-    ) -> Result<Vec<Scalar>, ProveError>;
+    fn h_coefficients(&self, a: Scalars, b: Scalars, c: Scalars) -> Result<Scalars, ProveError>;
 
     /// Σ h_i·[H_i]₁ over the H query of `srs`, h being [`Backend::h_coefficients`] of a, b, c;
     /// and how long h took. A device backend keeps h where it computed it.
     fn h_msm(
         &self,
         srs: &Srs,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        a: Scalars,
+        b: Scalars,
+        c: Scalars,
     ) -> Result<(G1Projective, Duration), ProveError> {
         let clock = Instant::now();
         let h = self.h_coefficients(a, b, c)?;
@@ -218,9 +213,9 @@ pub trait Backend: Send + Sync {
     fn g1_sums(
         &self,
         srs: &Srs,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        a: Scalars,
+        b: Scalars,
+        c: Scalars,
         w: Assignment<'_>,
         b_g2: bool,
     ) -> Result<G1Sums, ProveError> {
@@ -293,6 +288,16 @@ pub trait Backend: Send + Sync {
     /// part of the memory budget.
     fn locked_bytes(&self) -> u64 {
         0
+    }
+
+    /// Registers the page-locked pool with the device's driver, so that uploads from its
+    /// buffers go straight to the device; how long that took (zero if it already was). None
+    /// where there is nothing to register (the CPU).
+    fn register_pool(
+        &self,
+        _pool: &std::sync::Arc<crate::memory::PinnedPool>,
+    ) -> Result<Option<Duration>, ProveError> {
+        Ok(None)
     }
 
     /// How long the device has been doing this backend's work since it started; None on the

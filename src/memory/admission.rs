@@ -37,14 +37,17 @@ pub enum Purpose {
     /// Host memory the backends keep page-locked for as long as they run (a GPU's upload
     /// staging).
     Locked,
+    /// The page-locked pool partitions' vectors are lent from (`PinnedPool`).
+    PinnedPool,
 }
 
 impl Purpose {
-    pub const ALL: [Purpose; 4] = [
+    pub const ALL: [Purpose; 5] = [
         Purpose::Parameters,
         Purpose::Pce,
         Purpose::PceExtraction,
         Purpose::Locked,
+        Purpose::PinnedPool,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -53,6 +56,7 @@ impl Purpose {
             Purpose::Pce => "pce",
             Purpose::PceExtraction => "pce-extraction",
             Purpose::Locked => "locked",
+            Purpose::PinnedPool => "pinned-pool",
         }
     }
 }

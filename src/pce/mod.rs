@@ -23,7 +23,7 @@ use ff::Field;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::synth::{CompactWitness, Density, SynthesizedProof};
+use crate::synth::{Buffers, CompactWitness, Density, Heap, Scalars, SynthesizedProof, Vector};
 
 /// Column tag of public inputs; other columns are aux variables.
 pub(crate) const INPUT_COLUMN: u32 = 1 << 31;
@@ -172,10 +172,20 @@ impl Pce {
 
     /// Synthesizes `circuit` through this PCE: the witness only, then a/b/c by SpMV.
     pub fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedProof, PceError> {
+        self.synthesize_into(circuit, &Heap)
+    }
+
+    /// [`Pce::synthesize`] with the large vectors taken from `buffers`, each at its known size.
+    pub fn synthesize_into<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+        buffers: &dyn Buffers,
+    ) -> Result<SynthesizedProof, PceError> {
         let start = std::time::Instant::now();
-        let (inputs, aux) = self.witness(circuit)?;
+        let aux = buffers.take(Vector::Aux, self.shape.aux);
+        let (inputs, aux) = self.witness_into(circuit, aux)?;
         let witness_s = start.elapsed().as_secs_f64();
-        let synth = self.evaluate(inputs, aux);
+        let synth = self.evaluate(inputs, aux, buffers);
         tracing::debug!(
             witness_s,
             spmv_s = start.elapsed().as_secs_f64() - witness_s,
@@ -188,8 +198,8 @@ impl Pce {
     pub fn witness<C: Circuit<Scalar>>(
         &self,
         circuit: C,
-    ) -> Result<(Vec<Scalar>, Vec<Scalar>), PceError> {
-        self.witness_into(circuit)
+    ) -> Result<(Vec<Scalar>, Scalars), PceError> {
+        self.witness_into(circuit, Scalars::from(Vec::with_capacity(self.shape.aux)))
     }
 
     /// The witness of `circuit` with its aux values kept as they are allocated, 0 and 1 as
@@ -198,14 +208,21 @@ impl Pce {
         &self,
         circuit: C,
     ) -> Result<(Vec<Scalar>, CompactWitness), PceError> {
-        self.witness_into(circuit)
+        self.witness_into(circuit, CompactWitness::with_capacity(self.shape.aux))
     }
 
+    /// The witness of `circuit`, its aux values into `aux` (room for the whole witness made
+    /// up front: no reallocation, and no doubled peak, as it grows).
     fn witness_into<C: Circuit<Scalar>, S: AuxValues>(
         &self,
         circuit: C,
+        aux: S,
     ) -> Result<(Vec<Scalar>, S), PceError> {
-        let mut cs = WitnessSystem::<S>::with_capacity(self.shape);
+        let mut cs = WitnessSystem {
+            inputs: Vec::with_capacity(self.shape.inputs),
+            aux,
+            enforced: 0,
+        };
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut cs)?;
         // The recorded rows are the circuit's plus one per input.
@@ -225,13 +242,22 @@ impl Pce {
 
     /// The synthesized proof of a witness of this PCE's shape (`witness` checks it):
     /// a/b/c = A·z, B·z, C·z with z = (inputs, aux).
-    fn evaluate(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> SynthesizedProof {
-        let [a, b, c] = spmv(
+    fn evaluate(
+        &self,
+        inputs: Vec<Scalar>,
+        aux: Scalars,
+        buffers: &dyn Buffers,
+    ) -> SynthesizedProof {
+        let rows = self.shape.constraints;
+        let mut abc = [Vector::A, Vector::B, Vector::C].map(|v| buffers.take(v, rows));
+        spmv(
             [0, 1, 2].map(|m| self.matrix(m)),
             &self.coefficients,
             &inputs,
             &aux,
+            &mut abc,
         );
+        let [a, b, c] = abc;
         SynthesizedProof {
             a,
             b,
@@ -262,15 +288,20 @@ const ROWS_PER_TASK: usize = 1 << 12;
 /// A, B and C times z in one parallel pass: each task takes a block of rows and evaluates it
 /// in A, then B, then C (the three matrices' rows of a block touch the same witness values).
 /// Most terms need no multiplication: coefficients ONE and minus ONE, and witness values 0 and
-/// 1 (bits are most of a Filecoin witness).
+/// 1 (bits are most of a Filecoin witness). `out`'s three vectors get the rows (their room is
+/// made first).
 fn spmv(
     matrices: [MatrixRef<'_>; 3],
     coefficients: &[Scalar],
     inputs: &[Scalar],
     aux: &[Scalar],
-) -> [Vec<Scalar>; 3] {
+    out: &mut [Scalars; 3],
+) {
     let rows = matrices[0].row_ptr.len() - 1;
-    let mut out: [Vec<Scalar>; 3] = std::array::from_fn(|_| Vec::with_capacity(rows));
+    for v in out.iter_mut() {
+        v.truncate(0);
+        v.reserve(rows);
+    }
     let [ca, cb, cc] = out.each_mut().map(|v| {
         v.spare_capacity_mut()[..rows]
             .chunks_mut(ROWS_PER_TASK)
@@ -289,11 +320,10 @@ fn spmv(
                 }
             }
         });
-    for v in &mut out {
+    for v in out.iter_mut() {
         // SAFETY: the tasks above wrote every one of the first `rows` elements.
         unsafe { v.set_len(rows) };
     }
-    out
 }
 
 #[inline]
@@ -327,21 +357,22 @@ fn row(
 
 /// Where a witness system keeps its aux values: 32 bytes each, or compact.
 trait AuxValues: Send + Sized {
-    fn with_capacity(len: usize) -> Self;
+    /// An empty one, for a sub-system.
+    fn empty() -> Self;
     fn push(&mut self, value: Scalar);
     fn len(&self) -> usize;
     fn extend_from(&mut self, other: &Self);
 }
 
-impl AuxValues for Vec<Scalar> {
-    fn with_capacity(len: usize) -> Self {
-        Vec::with_capacity(len)
+impl AuxValues for Scalars {
+    fn empty() -> Self {
+        Scalars::new()
     }
     fn push(&mut self, value: Scalar) {
-        Vec::push(self, value)
+        Scalars::push(self, value)
     }
     fn len(&self) -> usize {
-        Vec::len(self)
+        Scalars::len(self)
     }
     fn extend_from(&mut self, other: &Self) {
         self.extend_from_slice(other)
@@ -349,8 +380,8 @@ impl AuxValues for Vec<Scalar> {
 }
 
 impl AuxValues for CompactWitness {
-    fn with_capacity(len: usize) -> Self {
-        CompactWitness::with_capacity(len)
+    fn empty() -> Self {
+        CompactWitness::new()
     }
     fn push(&mut self, value: Scalar) {
         CompactWitness::push(self, value)
@@ -372,24 +403,13 @@ struct WitnessSystem<S> {
     enforced: usize,
 }
 
-impl<S: AuxValues> WitnessSystem<S> {
-    /// Room for the whole witness up front: no reallocation (and no doubled peak) as it grows.
-    fn with_capacity(shape: Shape) -> Self {
-        WitnessSystem {
-            inputs: Vec::with_capacity(shape.inputs),
-            aux: S::with_capacity(shape.aux),
-            enforced: 0,
-        }
-    }
-}
-
 impl<S: AuxValues> ConstraintSystem<Scalar> for WitnessSystem<S> {
     type Root = Self;
 
     fn new() -> Self {
         WitnessSystem {
             inputs: Vec::new(),
-            aux: S::with_capacity(0),
+            aux: S::empty(),
             enforced: 0,
         }
     }
@@ -561,13 +581,13 @@ mod tests {
         let (compact_inputs, compact) = pce.compact_witness(parts(9)).unwrap();
         assert_eq!(compact_inputs, inputs);
         assert_eq!(compact.len(), aux.len());
-        assert_eq!(compact.expand(), aux);
+        assert_eq!(compact.expand(), aux.to_vec());
         let single = record(SyntheticCircuit::new(2, 2000, 1)).unwrap();
         let (_, aux) = single.witness(SyntheticCircuit::new(2, 2000, 4)).unwrap();
         let (_, compact) = single
             .compact_witness(SyntheticCircuit::new(2, 2000, 4))
             .unwrap();
-        assert_eq!(compact.expand(), aux);
+        assert_eq!(compact.expand(), aux.to_vec());
     }
 
     #[test]

@@ -9,10 +9,14 @@
 
 mod compact;
 mod density;
+mod scalars;
 pub mod synthetic;
 
 pub use compact::CompactWitness;
 pub use density::Density;
+#[cfg(test)]
+pub(crate) use scalars::testing::VecLender;
+pub use scalars::{Buffers, Heap, Lent, Scalars, Vector};
 
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
@@ -24,13 +28,13 @@ use ff::Field;
 #[derive(Clone, Debug, PartialEq)]
 pub struct SynthesizedProof {
     /// A·z, B·z, C·z, one entry per constraint (input rows included).
-    pub a: Vec<Scalar>,
-    pub b: Vec<Scalar>,
-    pub c: Vec<Scalar>,
+    pub a: Scalars,
+    pub b: Scalars,
+    pub c: Scalars,
     /// Public inputs, ONE first.
     pub inputs: Vec<Scalar>,
     /// Private (auxiliary) assignment.
-    pub aux: Vec<Scalar>,
+    pub aux: Scalars,
     /// Aux variables with a non-zero coefficient somewhere in A.
     pub a_aux_density: Density,
     /// Inputs with a non-zero coefficient somewhere in B.
@@ -49,20 +53,34 @@ impl SynthesizedProof {
         use rayon::prelude::*;
         self.a
             .par_iter()
-            .zip(&self.b)
-            .zip(&self.c)
+            .zip(&self.b[..])
+            .zip(&self.c[..])
             .filter(|((a, b), c)| **a * **b != **c)
             .count()
     }
 
     /// Heap bytes held by the buffers: what a memory reservation for it must cover.
     pub fn heap_bytes(&self) -> usize {
-        let scalar = std::mem::size_of::<Scalar>();
-        (self.a.capacity() + self.b.capacity() + self.c.capacity()) * scalar
-            + (self.inputs.capacity() + self.aux.capacity()) * scalar
+        self.large().map(|v| v.heap_bytes()).sum::<usize>()
+            + self.inputs.capacity() * std::mem::size_of::<Scalar>()
             + self.a_aux_density.heap_bytes()
             + self.b_input_density.heap_bytes()
             + self.b_aux_density.heap_bytes()
+    }
+
+    /// Bytes of lent memory (the page-locked pool's buffers) held by a, b, c and aux.
+    pub fn lent_bytes(&self) -> usize {
+        self.large().map(|v| v.lent_bytes()).sum()
+    }
+
+    /// Whether a, b, c and aux are all in lent memory.
+    pub fn all_lent(&self) -> bool {
+        self.large().all(|v| v.is_lent())
+    }
+
+    /// a, b, c and aux.
+    fn large(&self) -> impl Iterator<Item = &Scalars> {
+        [&self.a, &self.b, &self.c, &self.aux].into_iter()
     }
 }
 
@@ -127,9 +145,18 @@ impl SynthPath {
     }
 }
 
-/// Synthesizes `circuit` with the full (enforce-evaluating) path.
+/// Synthesizes `circuit` with the full (enforce-evaluating) path, on the heap.
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<SynthesizedProof, SynthesisError> {
-    let mut cs = ProvingSystem::new();
+    synthesize_into(circuit, &Heap)
+}
+
+/// Synthesizes `circuit` with the full path, its large vectors taken from `buffers` (with
+/// their own room: the circuit's size is known only at the end).
+pub fn synthesize_into<C: Circuit<Scalar>>(
+    circuit: C,
+    buffers: &dyn Buffers,
+) -> Result<SynthesizedProof, SynthesisError> {
+    let mut cs = ProvingSystem::with_buffers(buffers);
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.proof.inputs.len() {
@@ -146,6 +173,15 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<SynthesizedProof, Sy
 /// A constraint system that evaluates every constraint as it is enforced.
 pub struct ProvingSystem {
     proof: SynthesizedProof,
+}
+
+impl ProvingSystem {
+    fn with_buffers(buffers: &dyn Buffers) -> Self {
+        let mut cs = ProvingSystem::new();
+        let p = &mut cs.proof;
+        [p.a, p.b, p.c, p.aux] = Vector::ALL.map(|v| buffers.take(v, 0));
+        cs
+    }
 }
 
 fn eval(
@@ -192,11 +228,11 @@ impl ConstraintSystem<Scalar> for ProvingSystem {
     fn new() -> Self {
         ProvingSystem {
             proof: SynthesizedProof {
-                a: Vec::new(),
-                b: Vec::new(),
-                c: Vec::new(),
+                a: Scalars::new(),
+                b: Scalars::new(),
+                c: Scalars::new(),
                 inputs: Vec::new(),
-                aux: Vec::new(),
+                aux: Scalars::new(),
                 a_aux_density: Density::new(),
                 b_input_density: Density::new(),
                 b_aux_density: Density::new(),
