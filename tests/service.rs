@@ -89,6 +89,8 @@ impl Server {
             .env("CUZK_JOBS__DATA_DIR", data)
             .env("CUZK_PROVING__PARAMS_DIR", params_dir())
             .env("CUZK_LOG", "info")
+            // A small page-locked pool: tests run side by side on a small machine.
+            .env("CUZK_MEMORY__PINNED_BYTES", (64u64 << 20).to_string())
             .env_remove("NOTIFY_SOCKET")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
@@ -432,6 +434,32 @@ fn porep_and_winning_post_are_proved_over_http_and_verify_and_metrics_move() {
     }
     assert!(st["budget"]["total_bytes"].as_u64().unwrap() > 0, "{st}");
     assert!(st["budget"]["source"]["kind"].is_string(), "{st}");
+    // The page-locked pool: locked at start (cut to RLIMIT_MEMLOCK where that is lower), held
+    // from the budget, nothing leased once the jobs are done.
+    let pool = &st["pinned_pool"];
+    let locked = pool["locked_bytes"].as_u64().unwrap_or(0);
+    assert!(locked > 0 && locked <= 64 << 20, "{st}");
+    assert_eq!(pool["leased_bytes"], 0, "{st}");
+    let held = st["pipeline"]["held"].as_array().unwrap();
+    assert!(
+        held.iter()
+            .any(|h| h["purpose"] == "pinned-pool" && h["bytes"] == locked),
+        "{st}"
+    );
+    let gauge = |name: &str, label: &str| {
+        m.samples.iter().find_map(|s| match s.value {
+            prometheus_parse::Value::Gauge(v)
+                if s.metric == name && s.labels.get("state") == Some(label) =>
+            {
+                Some(v)
+            }
+            _ => None,
+        })
+    };
+    assert_eq!(
+        gauge("cuzk_pinned_pool_bytes", "locked"),
+        Some(locked as f64)
+    );
     let budget = m
         .samples
         .iter()

@@ -29,6 +29,7 @@ pub async fn status(State(app): State<Arc<App>>) -> Response {
         "queued": engine.queued,
         "ledger": engine.ledger,
         "pipeline": engine.memory,
+        "pinned_pool": engine.pinned_pool,
         "caches": {
             "parameters_loaded": engine.parameters_loaded,
             "pces_loaded": engine.pces_loaded,

@@ -22,8 +22,10 @@ use crate::circuits::oracle::OracleJob;
 use crate::circuits::samples::sample_request;
 use crate::circuits::{parse_sector_size, ParameterFiles, ProofJob, ProofKind, ProofRequest};
 use crate::config::{Finish, Settings};
+use crate::engine::{pooled_sizes, PoolBuffers};
 use crate::gpu::BackendChoice;
 use crate::groth16::{prove, Backend, CpuBackend};
+use crate::memory::{PinnedPool, GRANULE};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Baseline {
@@ -61,6 +63,10 @@ pub enum BenchCommand {
         /// Also prove with this baseline in the same run and report the ratio.
         #[arg(long, value_enum)]
         compare: Option<Baseline>,
+        /// The partition's a, b, c and aux synthesized into a page-locked pool registered with
+        /// the backend, as the service does (else on the heap).
+        #[arg(long)]
+        pinned: bool,
         #[command(flatten)]
         params: ParamsLocation,
         #[command(flatten)]
@@ -197,6 +203,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             sector_size,
             partition,
             compare,
+            pinned,
             params,
             backend,
         } => {
@@ -216,6 +223,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 partition,
                 compare,
                 provers.backends[0].as_ref(),
+                pinned,
             )
         }
         BenchCommand::Pipeline {
@@ -306,6 +314,7 @@ fn bench_job(
     partition: usize,
     compare: Option<Baseline>,
     backend: &dyn Backend,
+    pinned: bool,
 ) -> Result<()> {
     if partition >= job.partitions() {
         bail!(
@@ -320,9 +329,25 @@ fn bench_job(
     let mut rng = ChaCha8Rng::seed_from_u64(0xbe7c);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
 
+    // With `pinned`, a pool for one partition, registered with the backend.
+    let pooled = pooled_sizes(&srs);
+    let pool = match pinned {
+        true => Some(PinnedPool::new(
+            pooled.iter().map(|b| b.next_multiple_of(GRANULE)).sum(),
+        )?),
+        false => None,
+    };
+    let register_s = match &pool {
+        Some(pool) => backend.register_pool(pool)?.map(|t| t.as_secs_f64()),
+        None => None,
+    };
+    let lease = pool.as_ref().and_then(|p| p.lease(&pooled));
     let start = Instant::now();
-    let synth = job.synthesize(partition)?;
+    let (synth, _) = job.synthesize_with(partition, None, &PoolBuffers(lease.as_ref()))?;
     let synthesis_s = start.elapsed().as_secs_f64();
+    if pinned && !synth.all_lent() {
+        bail!("the partition's vectors did not fit the page-locked pool");
+    }
     let constraints = synth.num_constraints();
     let cpu_synth = (compare == Some(Baseline::Cpu)).then(|| synth.clone());
     backend.record_stages(true);
@@ -354,6 +379,11 @@ fn bench_job(
             "backend": backend.name(),
             "device_stages": device_stages,
             "synthesis_s": synthesis_s,
+            "pinned": pool.as_ref().map(|p| json!({
+                "locked_bytes": p.status().locked_bytes,
+                "lock_s": p.status().lock_seconds,
+                "register_s": register_s,
+            })),
             "prove_s": prove_s,
             "stages": timings,
             "verified": verified,
@@ -622,6 +652,11 @@ fn bench_pipeline(
             "prover_slots": slot_busy.len(),
             "budget_bytes": budget.total_bytes,
             "budget_source": budget.source.to_string(),
+            "pinned_pool": appliance.pool.as_ref().map(|p| p.status()),
+            "synthesis_buffer_bytes": {
+                "pinned": counters.synthesis_buffer_bytes.with_label_values(&[kind, "pinned"]).get(),
+                "heap": counters.synthesis_buffer_bytes.with_label_values(&[kind, "heap"]).get(),
+            },
             "elapsed_s": elapsed,
             "proofs_per_hour": jobs as f64 * 3600.0 / elapsed,
             "verified": verified,

@@ -2,10 +2,14 @@
 //! the device (sums of pairs from two small host tables of random points: no parameter file,
 //! seconds at 2^27 where the host took minutes): one MSM, one NTT, h into its MSM, or a whole synthetic
 //! partition shaped like a PoRep's (domain 2^log2, aux 97% of it, A over every aux variable, B
-//! over a quarter, witness 51% zeros / 47% ones). Bases stay resident as a parameter set's do;
-//! a warm-up run uploads them. Each run reports its wall time and the device's stage times.
+//! over a quarter, witness 51% zeros / 47% ones), or the upload of a, b and c from the heap
+//! (through the staging halves) and from the page-locked pool. Bases stay resident as a parameter
+//! set's do; a warm-up run uploads them. Each run reports its wall time and the device's stage
+//! times. With `--pinned`, h's and the partition's a, b, c and witness are in the page-locked pool,
+//! as the service's synthesis leaves them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
@@ -22,8 +26,9 @@ use super::selftest::{random_bases, random_density, random_scalars};
 use crate::gpu::kernels::FieldCode;
 use crate::gpu::{self, GpuBackend};
 use crate::groth16::{Assignment, Backend, G1Query, ProveError};
+use crate::memory::{PinnedPool, GRANULE};
 use crate::srs::{Srs, SrsId};
-use crate::synth::Density;
+use crate::synth::{Density, Lent, Scalars};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GpuOp {
@@ -35,6 +40,9 @@ pub enum GpuOp {
     H,
     /// A synthetic PoRep-shaped partition over a domain of 2^log2: h and H, L, A, B in G1 and G2.
     Partition,
+    /// Three vectors of 2^log2 scalars (a, b, c) uploaded from the heap and from the
+    /// page-locked pool, one after the other.
+    Transfer,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -77,6 +85,10 @@ pub struct GpuBenchArgs {
     /// of its own): tells a fault of the carry chains from one elsewhere.
     #[arg(long)]
     portable_field: bool,
+    /// h's and the partition's vectors in the page-locked pool, registered with the device
+    /// (--op h, partition; --op transfer always uses it).
+    #[arg(long)]
+    pinned: bool,
 }
 
 pub fn run(args: GpuBenchArgs) -> Result<()> {
@@ -91,7 +103,10 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
     )?;
     let n = 1usize << args.log2;
     let clock = Instant::now();
-    let work = Work::new(&args, n, &backend)?;
+    let mut work = Work::new(&args, n, &backend)?;
+    if args.pinned || args.op == GpuOp::Transfer {
+        work.pool = Some(pinned_pool(&backend, n)?);
+    }
     let setup_s = clock.elapsed().as_secs_f64();
     backend.record_stages(true);
     let mut runs = Vec::new();
@@ -118,6 +133,11 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
             "curve": format!("{:?}", args.curve).to_lowercase(),
             "gpu": g.info.name,
             "setup_s": setup_s,
+            "pinned": work.pool.as_ref().map(|(pool, registered_s)| json!({
+                "locked_bytes": pool.status().locked_bytes,
+                "lock_s": pool.status().lock_seconds,
+                "register_s": registered_s,
+            })),
             "min_s": secs.first(),
             "median_s": secs.get(secs.len() / 2),
             "max_s": secs.last(),
@@ -142,6 +162,35 @@ struct Work {
     b_density: Density,
     full: Density,
     curve: Curve,
+    /// The page-locked pool the vectors are copied into before each run (not timed), and how
+    /// long registering it with the device took.
+    pool: Option<(Arc<PinnedPool>, f64)>,
+}
+
+/// A page-locked pool for four vectors of `n` scalars, registered with `gpu`.
+fn pinned_pool(gpu: &GpuBackend, n: usize) -> Result<(Arc<PinnedPool>, f64)> {
+    let pool = PinnedPool::new(4 * (n * 32).next_multiple_of(GRANULE))?;
+    let took = gpu.register_pool(&pool)?.unwrap_or_default();
+    Ok((pool, took.as_secs_f64()))
+}
+
+/// `vectors` copied into buffers of `pool` (each its own lease, given back when it is dropped).
+fn lent_copies<const K: usize>(
+    pool: &Arc<PinnedPool>,
+    vectors: [&[Scalar]; K],
+) -> Result<[Scalars; K]> {
+    let mut out = Vec::with_capacity(K);
+    for v in vectors {
+        let lease = pool
+            .lease(&[v.len() * 32])
+            .ok_or_else(|| anyhow!("no room in the page-locked pool"))?;
+        let (ptr, bytes, taken) = lease.take(0).expect("a fresh lease");
+        // SAFETY: the lease's one buffer, lent to this vector alone until `taken` is dropped.
+        let mut lent = Scalars::lent(unsafe { Lent::new(ptr.cast(), bytes / 32, Box::new(taken)) });
+        lent.extend_from_slice(v);
+        out.push(lent);
+    }
+    Ok(out.try_into().unwrap_or_else(|_| unreachable!("K vectors")))
 }
 
 impl Work {
@@ -160,6 +209,7 @@ impl Work {
             b_density: Density::new(),
             full: Density::new(),
             curve: args.curve,
+            pool: None,
         };
         match args.op {
             GpuOp::Msm => {
@@ -170,6 +220,11 @@ impl Work {
                 };
             }
             GpuOp::Ntt => w.s1 = random_scalars(n, 2),
+            GpuOp::Transfer => {
+                w.s1 = random_scalars(n, 3);
+                w.s2 = random_scalars(n, 4);
+                w.s3 = random_scalars(n, 5);
+            }
             GpuOp::H | GpuOp::Partition => {
                 // Constraints fill 97% of the domain, as a 32 GiB PoRep's fill 2^27.
                 let constraints = n / 100 * 97;
@@ -208,20 +263,21 @@ impl Work {
                 json!({ "ntt": timed(|| gpu.ntt(v, false))? })
             }
             GpuOp::H => json!({ "h_msm": self.h(gpu)? }),
+            GpuOp::Transfer => self.transfers(gpu)?,
             GpuOp::Partition => {
                 // As the prover runs it with the finish on the device: every sum in one call
                 // (a, b and c cross beside the witness's MSMs; B in G2 from the B scalars
                 // gathered on the device).
+                let [a, b, c, aux] = self.vectors([&self.s1, &self.s2, &self.s3, &self.aux])?;
                 let w = Assignment {
                     inputs: &[],
-                    aux: &self.aux,
+                    aux: &aux,
                     a_aux_density: &self.full,
                     b_input_density: &Density::new(),
                     b_aux_density: &self.b_density,
                 };
-                let (a, b, c) = (self.s1.clone(), self.s2.clone(), self.s3.clone());
                 let clock = Instant::now();
-                let sums = gpu.g1_sums(srs, a.into(), b.into(), c.into(), w, true)?;
+                let sums = gpu.g1_sums(srs, a, b, c, w, true)?;
                 let all = clock.elapsed().as_secs_f64();
                 let witness = &sums.witness;
                 let b_g2 = sums.b_g2.as_ref().map(|s| s.took.as_secs_f64());
@@ -239,8 +295,33 @@ impl Work {
     }
 
     fn h(&self, gpu: &GpuBackend) -> Result<f64> {
-        let (a, b, c) = (self.s1.clone(), self.s2.clone(), self.s3.clone());
-        timed(|| gpu.h_msm(&self.srs, a.into(), b.into(), c.into()))
+        let [a, b, c] = self.vectors([&self.s1, &self.s2, &self.s3])?;
+        timed(|| gpu.h_msm(&self.srs, a, b, c))
+    }
+
+    /// Copies of `vectors`: in the page-locked pool with `--pinned`, else on the heap.
+    fn vectors<const K: usize>(&self, vectors: [&[Scalar]; K]) -> Result<[Scalars; K]> {
+        match &self.pool {
+            Some((pool, _)) => lent_copies(pool, vectors),
+            None => Ok(vectors.map(|v| Scalars::from(v.to_vec()))),
+        }
+    }
+
+    /// a, b and c uploaded from the heap, then from the pool: seconds and GB/s of each.
+    fn transfers(&self, gpu: &GpuBackend) -> Result<Value> {
+        let vectors = [&self.s1[..], &self.s2, &self.s3];
+        let bytes = (3 * self.s1.len() * 32) as f64;
+        let heap_s = gpu.upload_seconds(&vectors)?;
+        let (pool, _) = self.pool.as_ref().expect("--op transfer makes the pool");
+        let lent = lent_copies(pool, vectors)?;
+        let pinned_s = gpu.upload_seconds(&[&lent[0][..], &lent[1], &lent[2]])?;
+        Ok(json!({
+            "bytes": bytes,
+            "heap_s": heap_s,
+            "heap_gb_s": bytes / heap_s / 1e9,
+            "pinned_s": pinned_s,
+            "pinned_gb_s": bytes / pinned_s / 1e9,
+        }))
     }
 }
 

@@ -30,7 +30,7 @@ mod tests;
 
 pub use concurrency::Concurrency;
 pub use ledger::{Ledger, LedgerEntry, Stage};
-pub use pooled::pooled_sizes;
+pub use pooled::{pooled_sizes, PoolBuffers};
 pub use provers::{ProverSlot, ProverSlots};
 pub use run::partition_bytes;
 

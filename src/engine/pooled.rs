@@ -42,7 +42,7 @@ pub(super) fn lease(
 }
 
 /// Vectors from a partition's lease; the heap where it has none that fits.
-pub(super) struct PoolBuffers<'a>(pub(super) Option<&'a Lease>);
+pub struct PoolBuffers<'a>(pub Option<&'a Lease>);
 
 impl Buffers for PoolBuffers<'_> {
     fn take(&self, vector: Vector, len: usize) -> Scalars {

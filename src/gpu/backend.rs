@@ -275,6 +275,27 @@ impl GpuBackend {
             .map_err(|e| e.on(&self.info))
     }
 
+    /// Seconds to upload `vectors` one after another on the compute stream (from the
+    /// registered pool directly, from elsewhere through the staging halves), the device's
+    /// buffers made first. For `cuzk bench gpu --op transfer`.
+    pub fn upload_seconds(&self, vectors: &[&[Scalar]]) -> Result<f64, ProveError> {
+        let run = || -> Result<f64, DriverError> {
+            let _busy = self.occupy();
+            let mut bufs = Vec::with_capacity(vectors.len());
+            for v in vectors {
+                bufs.push(self.device_for(v.len() * 8, v.len() * 8)?);
+            }
+            self.stream.synchronize()?;
+            let clock = Instant::now();
+            for (v, buf) in vectors.iter().zip(&mut bufs) {
+                self.stage(&self.stream, words(v), buf)?;
+            }
+            self.stream.synchronize()?;
+            Ok(clock.elapsed().as_secs_f64())
+        };
+        run().map_err(|e| GpuError::Driver(e).on(&self.info))
+    }
+
     /// The device for one call's work; its time counts as busy.
     pub(super) fn occupy(&self) -> Occupied<'_> {
         Occupied {
