@@ -589,6 +589,12 @@ pub(super) fn words_mut<T: Words>(v: &mut [T]) -> &mut [u32] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v) / 4) }
 }
 
+/// `words` as bytes.
+fn words_as_bytes(words: &[u32]) -> &[u8] {
+    // SAFETY: u32s are plain bytes; the length is the same memory's.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast(), std::mem::size_of_val(words)) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -599,10 +605,4 @@ mod tests {
             assert_eq!(*k as usize, i, "{k:?}");
         }
     }
-}
-
-/// `words` as bytes.
-fn words_as_bytes(words: &[u32]) -> &[u8] {
-    // SAFETY: u32s are plain bytes; the length is the same memory's.
-    unsafe { std::slice::from_raw_parts(words.as_ptr().cast(), std::mem::size_of_val(words)) }
 }

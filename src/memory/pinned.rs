@@ -121,7 +121,7 @@ impl PinnedPool {
         })?;
         Ok(Arc::new(PinnedPool {
             region,
-            free: Mutex::new(vec![0..len]),
+            free: Mutex::new(std::iter::once(0..len).collect()),
             leased: AtomicU64::new(0),
             lock_time: start.elapsed(),
         }))
@@ -275,6 +275,7 @@ impl Drop for Taken {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 

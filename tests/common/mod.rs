@@ -99,7 +99,9 @@ pub fn assert_identical_to_bellperson(
     let pce_dir = tempfile::tempdir().unwrap();
     let store = cuzk::pce::PceStore::open(pce_dir.path()).unwrap();
     let (pce, _) = job.circuit_id().obtain_pce(&store, false).unwrap();
-    let (fast, synth_path) = job.synthesize_with(k, Some(&pce)).unwrap();
+    let (fast, synth_path) = job
+        .synthesize_with(k, Some(&pce), &cuzk::synth::Heap)
+        .unwrap();
     drop(pce);
     assert_eq!(synth_path, cuzk::synth::SynthPath::Pce, "{kind}");
     assert!(
