@@ -86,7 +86,7 @@ pub fn assemble(
     let locked: u64 = provers.backends.iter().map(|b| b.locked_bytes()).sum();
     let mut locked = match locked {
         0 => Vec::new(),
-        bytes => vec![admission.try_hold(Purpose::Locked, bytes).ok_or_else(|| {
+        bytes => vec![admission.set_aside(Purpose::Locked, bytes).ok_or_else(|| {
             anyhow!(
                 "the memory budget ({} bytes) cannot hold the {bytes} bytes the GPUs keep page-locked",
                 budget.total_bytes
@@ -180,7 +180,7 @@ fn pinned_pool(
     if bytes == 0 {
         anyhow::bail!("the page-locked pool would be empty (RLIMIT_MEMLOCK {limit:?} bytes, budget {budget}): raise LimitMEMLOCK= or set memory.pinned = false");
     }
-    let hold = admission.try_hold(Purpose::PinnedPool, bytes).ok_or_else(|| {
+    let hold = admission.set_aside(Purpose::PinnedPool, bytes).ok_or_else(|| {
         anyhow!("the memory budget ({budget} bytes) cannot hold a page-locked pool of {bytes} bytes: lower memory.pinned_bytes")
     })?;
     let pool = PinnedPool::new(bytes as usize)?;

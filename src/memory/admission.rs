@@ -90,6 +90,8 @@ pub struct Hold {
     admission: Arc<Admission>,
     bytes: u64,
     purpose: Purpose,
+    /// Set aside for the process's life ([`Admission::set_aside`]), not a loaded set.
+    aside: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -163,6 +165,7 @@ impl Admission {
             admission: self.clone(),
             bytes,
             purpose,
+            aside: false,
         })
     }
 
@@ -179,6 +182,24 @@ impl Admission {
             admission: self.clone(),
             bytes,
             purpose,
+            aside: false,
+        })
+    }
+
+    /// Sets `bytes` for `purpose` aside for as long as the returned hold lives (memory the
+    /// process keeps page-locked), if they fit now ([`Dispatcher::set_aside`]); never blocks.
+    /// Work then fits in the rest of the budget, [`Admission::budget`].
+    pub fn set_aside(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Option<Hold> {
+        let mut st = self.lock();
+        if !st.dispatcher.set_aside(bytes) {
+            return None;
+        }
+        st.held[purpose as usize] += bytes;
+        Some(Hold {
+            admission: self.clone(),
+            bytes,
+            purpose,
+            aside: true,
         })
     }
 
@@ -209,7 +230,7 @@ impl Admission {
         let mut st = self.lock();
         let ticket = st.next_ticket;
         st.next_ticket += 1;
-        let budget = st.dispatcher.budget();
+        let budget = st.dispatcher.usable();
         let work = Work {
             priority,
             bytes,
@@ -254,8 +275,9 @@ impl Admission {
         }
     }
 
+    /// The bytes work may ever hold: the budget less what is set aside.
     pub fn budget(&self) -> u64 {
-        self.lock().dispatcher.budget()
+        self.lock().dispatcher.usable()
     }
 
     pub fn snapshot(&self) -> MemoryStatus {
@@ -296,7 +318,11 @@ impl Drop for Hold {
         let a = &self.admission;
         let mut st = a.lock();
         st.held[self.purpose as usize] -= self.bytes;
-        st.dispatcher.release_hold(self.bytes);
+        if self.aside {
+            st.dispatcher.release_aside(self.bytes);
+        } else {
+            st.dispatcher.release_hold(self.bytes);
+        }
         a.pump(&mut st);
     }
 }
@@ -482,15 +508,45 @@ mod tests {
     fn page_locked_memory_is_budget_the_rest_cannot_have() {
         let a = Admission::new(100, 2);
         let no = AtomicBool::new(false);
-        let locked = a.try_hold(Purpose::Locked, 30).unwrap();
+        let locked = a.set_aside(Purpose::Locked, 30).unwrap();
         assert_eq!(held(&a, Purpose::Locked), 30);
+        assert_eq!(a.budget(), 70);
         // Partitions get the budget less the locked bytes, and nothing beyond it.
+        assert_eq!(
+            a.admit(0, 71, &no).unwrap_err(),
+            Refused::TooLarge {
+                bytes: 71,
+                budget: 70
+            }
+        );
         let part = a.admit(0, 70, &no).unwrap();
         assert!(a.try_hold(Purpose::Pce, 1).is_none());
         let s = a.snapshot();
-        assert_eq!((s.reserved_bytes, s.held_bytes), (70, 30));
+        assert_eq!(
+            (s.budget_bytes, s.reserved_bytes, s.held_bytes),
+            (100, 70, 30)
+        );
         drop((part, locked));
         let s = a.snapshot();
         assert_eq!((s.reserved_bytes, s.held_bytes), (0, 0));
+        assert_eq!(a.budget(), 100);
+    }
+
+    #[test]
+    fn memory_set_aside_is_not_a_set_the_holds_must_leave_room_to_load_twice() {
+        // Parameters (45) and their partition (35) fit beside 20 bytes locked; were the locked
+        // bytes a held set, the parameters' hold would wait for room to load a second 45 forever.
+        let a = Admission::new(100, 2);
+        let no = AtomicBool::new(false);
+        let _pool = a.set_aside(Purpose::PinnedPool, 20).unwrap();
+        let params = a.hold(0, Purpose::Parameters, 45, &no).unwrap();
+        let part = a.admit(0, 35, &no).unwrap();
+        let s = a.snapshot();
+        assert_eq!((s.reserved_bytes, s.held_bytes), (35, 65));
+        drop(part);
+        // Beside a held set the rule still stands: a set of 5 must leave room for another 45.
+        assert!(a.try_hold(Purpose::Pce, 5).is_none());
+        drop(params);
+        assert!(a.try_hold(Purpose::Pce, 5).is_some());
     }
 }

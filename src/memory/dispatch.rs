@@ -14,7 +14,9 @@
 //! and give their memory back; the engine starts only more urgent jobs while a hold waits). A
 //! hold next to others is admitted only if it leaves room for one more set of the largest size
 //! held: a partition is smaller than its parameter set, so every job holding a set can still
-//! start a partition and finish, and holds cannot deadlock.
+//! start a partition and finish, and holds cannot deadlock. Memory kept for the life of the
+//! process (page-locked staging and pool) is *set aside* instead: it shrinks the budget every
+//! rule works in, and is not a set the rule must leave room to load twice.
 //!
 //! Pure state, no threads and no clock: [`super::Admission`] drives it, and so does the
 //! simulation test.
@@ -74,6 +76,8 @@ pub struct Dispatcher<T> {
     holds: BinaryHeap<Queued<T>>,
     /// Sizes of the holds admitted and not released.
     held: Vec<u64>,
+    /// Bytes set aside for the process's life (in `reserved`, not in `held`).
+    aside: u64,
 }
 
 impl<T> Dispatcher<T> {
@@ -87,7 +91,27 @@ impl<T> Dispatcher<T> {
             queue: BinaryHeap::new(),
             holds: BinaryHeap::new(),
             held: Vec::new(),
+            aside: 0,
         }
+    }
+
+    /// Sets `bytes` aside for as long as the process runs (page-locked memory) if they fit now,
+    /// with no hold queued and room left for the partition at the head of the queue; the rest
+    /// of the budget is then all that work may use. False, and nothing set aside, otherwise.
+    pub fn set_aside(&mut self, bytes: u64) -> bool {
+        let head = self.queue.peek().map_or(0, |q| q.work.bytes);
+        if !self.holds.is_empty() || self.reserved + bytes + head > self.budget {
+            return false;
+        }
+        self.reserved += bytes;
+        self.aside += bytes;
+        true
+    }
+
+    /// Bytes set aside given back.
+    pub fn release_aside(&mut self, bytes: u64) {
+        self.aside = self.aside.saturating_sub(bytes);
+        self.release(bytes);
     }
 
     /// Queues a partition. One larger than the whole budget can never start: refused.
@@ -128,7 +152,7 @@ impl<T> Dispatcher<T> {
 
     /// Behind the work of its priority, in the holds' queue or the partitions'.
     fn push(&mut self, hold: bool, work: Work<T>) -> Result<(), Work<T>> {
-        if work.bytes > self.budget {
+        if work.bytes > self.usable() {
             return Err(work);
         }
         self.seq += 1;
@@ -197,9 +221,9 @@ impl<T> Dispatcher<T> {
         self.release(bytes);
     }
 
-    /// Bytes of the holds admitted and not released.
+    /// Bytes of the holds admitted and not released, and those set aside.
     pub fn held(&self) -> u64 {
-        self.held.iter().sum()
+        self.held.iter().sum::<u64>() + self.aside
     }
 
     /// Removes queued partitions and holds matching `drop` (a cancelled job's).
@@ -216,6 +240,11 @@ impl<T> Dispatcher<T> {
 
     pub fn budget(&self) -> u64 {
         self.budget
+    }
+
+    /// The budget less what is set aside: the most any work may ever hold.
+    pub fn usable(&self) -> u64 {
+        self.budget - self.aside
     }
 
     pub fn ahead_of_prover(&self) -> usize {
