@@ -6,5 +6,6 @@
 #include "ntt/ntt.cu"
 #include "groth16/h.cu"
 #include "groth16/density.cu"
+#include "groth16/spmv.cu"
 #include "msm/msm.cu"
 #include "bench/points.cu"

@@ -53,6 +53,8 @@ pub struct Metrics {
     pub pce_load_seconds: HistogramVec,
     /// Seconds of device work per GPU (brought up to date when scraped).
     pub gpu_busy_seconds: CounterVec,
+    /// Device bytes of parameter-set bases resident per GPU (set when scraped).
+    pub gpu_resident_bytes: IntGaugeVec,
 }
 
 /// Buckets from 10 ms to about 45 minutes.
@@ -114,6 +116,11 @@ impl Metrics {
                     .expect("unique metric");
                 c
             },
+            gpu_resident_bytes: gauge(
+                "cuzk_gpu_resident_bytes",
+                "Device bytes of parameter-set bases kept resident between proofs, per GPU",
+                &["gpu"],
+            ),
             syntheses: counter_by(
                 "cuzk_syntheses_total",
                 "Partitions synthesized, by path: pce (witness + SpMV) or full",

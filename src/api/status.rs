@@ -86,6 +86,10 @@ pub async fn metrics(State(app): State<Arc<App>>) -> Response {
     }
     for gpu in &status.gpus {
         app.metrics.gpu_busy(gpu.info.ordinal, gpu.busy_seconds);
+        app.metrics
+            .gpu_resident_bytes
+            .with_label_values(&[&gpu.info.ordinal.to_string()])
+            .set(gpu.resident_bytes as i64);
     }
     (
         [(

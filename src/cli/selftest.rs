@@ -31,6 +31,8 @@ pub enum Check {
     Queries,
     /// The benchmarks' points: sums of pairs from two tables, made on the device.
     Points,
+    /// a, b and c from a PCE and a compact witness expanded on the device.
+    Spmv,
 }
 
 #[derive(Args)]
@@ -101,6 +103,9 @@ pub fn run(args: SelftestArgs) -> Result<()> {
             t.points::<G1Projective>(args.max_log2)?;
             t.points::<G2Projective>(args.max_log2)?;
         }
+        if wanted(Check::Spmv) {
+            t.spmv(args.max_log2)?;
+        }
         failures += t.failures;
         checks += t.checks;
     }
@@ -121,6 +126,41 @@ struct Tester<'a> {
 }
 
 impl Tester<'_> {
+    /// A synthetic circuit's a, b and c (bits, products, sums with coefficient two, inputs in
+    /// B) from its PCE and its compact witness on the device, against the host's SpMV, up to
+    /// 2^min(max, 20) rows.
+    fn spmv(&mut self, max_log2: u32) -> Result<()> {
+        use crate::synth::synthetic::SyntheticCircuit;
+        let mut logs = vec![2, 4, 10, 16, max_log2.min(20)];
+        logs.retain(|&l| l <= max_log2.max(2));
+        logs.dedup();
+        for log in logs {
+            let rows = (1usize << log).saturating_sub(8).max(1);
+            // Recording asks for no value: another seed records the same matrices.
+            let pce = crate::pce::record(SyntheticCircuit::new(3, rows, 1000 + log as u64))?;
+            let circuit = SyntheticCircuit::new(3, rows, log as u64);
+            let (inputs, compact) = pce.compact_witness(circuit.clone())?;
+            let clock = Instant::now();
+            let got = self.gpu.pce_evaluations(&pce, &inputs, &compact)?;
+            let gpu_s = clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let want = pce.synthesize(circuit)?;
+            let cpu_s = clock.elapsed().as_secs_f64();
+            let ok = got[0] == want.a[..] && got[1] == want.b[..] && got[2] == want.c[..];
+            let (zeros, ones, others) = compact.counts();
+            self.report(
+                ok,
+                format!(
+                    "spmv rows {} ({zeros}/{ones}/{others} 0/1/other)",
+                    pce.shape().constraints
+                ),
+                gpu_s,
+                cpu_s,
+            );
+        }
+        Ok(())
+    }
+
     fn report(&mut self, ok: bool, what: String, gpu_s: f64, cpu_s: f64) {
         self.checks += 1;
         if !ok {

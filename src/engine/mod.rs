@@ -159,6 +159,8 @@ pub struct GpuStatus {
     pub info: GpuInfo,
     /// Seconds of device work since the service started (its device lock held).
     pub busy_seconds: f64,
+    /// Device bytes of parameter-set bases kept resident between proofs.
+    pub resident_bytes: u64,
 }
 
 /// A loaded file and the budget bytes it holds.
@@ -384,6 +386,7 @@ impl Engine {
                 .map(|(info, backend)| GpuStatus {
                     info: info.clone(),
                     busy_seconds: backend.device_busy().unwrap_or_default().as_secs_f64(),
+                    resident_bytes: backend.device_resident_bytes().unwrap_or_default(),
                 })
                 .collect(),
         }

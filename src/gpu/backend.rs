@@ -505,6 +505,10 @@ impl Backend for GpuBackend {
         Staging::LOCKED_BYTES as u64
     }
 
+    fn device_resident_bytes(&self) -> Option<u64> {
+        Some(lock(&self.resident).bytes() as u64)
+    }
+
     fn register_pool(&self, pool: &Arc<PinnedPool>) -> Result<Option<Duration>, ProveError> {
         let ctx = self.stream.context();
         let (registered, took) = register(ctx, pool)

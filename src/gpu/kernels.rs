@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.cu"));
 
 /// Every kernel source, by the path `#include` names it with (relative to kernels/).
-pub const FILES: [(&str, &str); 16] = [
+pub const FILES: [(&str, &str); 17] = [
     (
         "util/common.cuh",
         include_str!("../../kernels/util/common.cuh"),
@@ -39,6 +39,10 @@ pub const FILES: [(&str, &str); 16] = [
         "msm/digits.cuh",
         include_str!("../../kernels/msm/digits.cuh"),
     ),
+    (
+        "groth16/spmv.cu",
+        include_str!("../../kernels/groth16/spmv.cu"),
+    ),
     ("msm/msm.cu", include_str!("../../kernels/msm/msm.cu")),
     (
         "bench/points.cu",
@@ -60,6 +64,9 @@ pub enum Kernel {
     HPointwise,
     DensityPopcount,
     DensityGather,
+    WitnessExpand,
+    WitnessScatter,
+    PceSpmv,
     MsmSplit,
     MsmHistogram,
     MsmScatter,
@@ -78,7 +85,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 24] = [
+    pub const ALL: [Kernel; 27] = [
         Kernel::ScanTiles,
         Kernel::ScanAdd,
         Kernel::BitReverse,
@@ -88,6 +95,9 @@ impl Kernel {
         Kernel::HPointwise,
         Kernel::DensityPopcount,
         Kernel::DensityGather,
+        Kernel::WitnessExpand,
+        Kernel::WitnessScatter,
+        Kernel::PceSpmv,
         Kernel::MsmSplit,
         Kernel::MsmHistogram,
         Kernel::MsmScatter,
@@ -117,6 +127,9 @@ impl Kernel {
             Kernel::HPointwise => "fr_h_pointwise",
             Kernel::DensityPopcount => "density_popcount",
             Kernel::DensityGather => "density_gather",
+            Kernel::WitnessExpand => "witness_expand",
+            Kernel::WitnessScatter => "witness_scatter",
+            Kernel::PceSpmv => "pce_spmv",
             Kernel::MsmSplit => "msm_split",
             Kernel::MsmHistogram => "msm_histogram",
             Kernel::MsmScatter => "msm_scatter",

@@ -17,6 +17,7 @@ mod queries;
 mod registered;
 mod resident;
 mod select;
+mod spmv;
 mod staging;
 
 pub use backend::GpuBackend;

@@ -43,6 +43,11 @@ impl Resident {
     pub(super) fn clear(&mut self) {
         self.entries.clear();
     }
+
+    /// Device bytes of the bases kept.
+    pub(super) fn bytes(&self) -> usize {
+        self.entries.iter().map(|e| e.bytes).sum()
+    }
 }
 
 /// Which of the resident entries, given as (key, last used, held by a call), to let go next:

@@ -300,6 +300,11 @@ pub trait Backend: Send + Sync {
         Ok(None)
     }
 
+    /// Device bytes of parameter-set bases kept resident between proofs; None on the CPU.
+    fn device_resident_bytes(&self) -> Option<u64> {
+        None
+    }
+
     /// How long the device has been doing this backend's work since it started; None on the
     /// CPU, which has no device to keep busy.
     fn device_busy(&self) -> Option<Duration> {
