@@ -4,6 +4,7 @@
 // compact witness. Values are in Montgomery form as blstrs holds them.
 
 #include "ff/fr.cuh"
+#include "util/warp.cuh"
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 
@@ -65,6 +66,20 @@ extern "C" __global__ void pce_spmv(const u32 *row_ptr, const u32 *cols, const u
         }
     }
     out[r] = acc;
+}
+
+// count[0] += the rows r < rows where a[r]·b[r] != c[r] (none for a witness that satisfies
+// the circuit the PCE was recorded from). Values are reduced, so equal values have equal limbs.
+extern "C" __global__ void pce_unsatisfied(const fr_t *a, const fr_t *b, const fr_t *c, u32 rows,
+                                           u32 *count) {
+    u32 r = blockIdx.x * blockDim.x + threadIdx.x;
+    bool bad = false;
+    if (r < rows) {
+        fr_t p = fr_mul(a[r], b[r]);
+#pragma unroll
+        for (int j = 0; j < 8; j++) bad = bad || p.l[j] != c[r].l[j];
+    }
+    warp_append(bad, count);
 }
 
 #endif

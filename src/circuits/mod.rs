@@ -11,12 +11,13 @@ pub mod snap;
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use bellperson::groth16::VerifyingKey;
 use blstrs::{Bls12, Scalar as Fr};
 
 use crate::groth16::Proof;
-use crate::pce::{Obtained, Pce, PceError, PceKey, PceStore};
+use crate::pce::{CompactProof, HoldsPce, Obtained, Pce, PceError, PceKey, PceStore, Synthesized};
 use crate::synth::{synthesize_into, Buffers, Heap, SynthPath, SynthesizedProof};
 pub use params::ParameterFiles;
 pub use request::{ProofKind, ProofRequest};
@@ -74,19 +75,20 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
     /// Synthesizes partition `k` on the full path, checks its public inputs against those the
     /// verifier derives and that the witness satisfies every constraint.
     fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {
-        Ok(self.synthesize_with(k, None, &Heap)?.0)
+        Ok(self.synthesize_with(k, Through::Full, &Heap)?.0.into_full())
     }
 
-    /// As `synthesize`, through `pce` when given (the full path if the PCE's result is refused,
-    /// see `synthesize_checked`), the large vectors in `buffers`; says which path made it.
+    /// As `synthesize`, `through` a PCE when given (the full path if the PCE's result is
+    /// refused, see `synthesize_checked`), the large vectors in `buffers`; says which path
+    /// made it.
     fn synthesize_with(
         &self,
         k: usize,
-        pce: Option<&Pce>,
+        through: Through<'_>,
         buffers: &dyn Buffers,
-    ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
+    ) -> Result<(Synthesized, SynthPath), CircuitError> {
         check_partition(k, self.partitions())?;
-        self.circuits().synthesize(k, pce, buffers)
+        self.circuits().synthesize(k, through, buffers)
     }
 
     /// The filecoin-proofs cache identifier of this job's Groth16 parameter set: its files are
@@ -103,32 +105,52 @@ pub trait PartitionCircuits: Send + Sync {
     fn synthesize(
         &self,
         k: usize,
-        pce: Option<&Pce>,
+        through: Through<'_>,
         buffers: &dyn Buffers,
-    ) -> Result<(SynthesizedProof, SynthPath), CircuitError>;
+    ) -> Result<(Synthesized, SynthPath), CircuitError>;
     /// The cache identifier of the parameter set, from the circuit's public parameters.
     fn parameter_set(&self) -> String;
 }
 
+/// How a partition is synthesized.
+#[derive(Clone, Copy)]
+pub enum Through<'a> {
+    /// The full path: every constraint built and evaluated.
+    Full,
+    /// The PCE: the witness, then a, b and c by the host's SpMV.
+    Pce(&'a Pce),
+    /// The PCE's witness alone, compact: a, b and c are computed (and the rows checked) where
+    /// the proof is made.
+    Compact(&'a Arc<dyn HoldsPce>),
+}
+
+impl<'a> From<Option<&'a Pce>> for Through<'a> {
+    fn from(pce: Option<&'a Pce>) -> Self {
+        pce.map_or(Through::Full, Through::Pce)
+    }
+}
+
 /// Synthesizes one partition circuit (made by `circuit`) and checks it: public inputs equal to
-/// `expected` (ONE not included), every constraint satisfied. Through `pce` when given; if its
-/// result is refused (a shape that does not fit, unsatisfied rows, a panic) the full path runs:
-/// its error is the input's, its success says the PCE is wrong (`SynthPath::FullAfterPce`).
-/// `what` says what mismatched inputs mean for this kind. The large vectors come from `buffers`
-/// on both paths.
+/// `expected` (ONE not included), every constraint satisfied (a compact result's rows are
+/// checked by its prover). `through` a PCE when given; if its result is refused (a shape that
+/// does not fit, unsatisfied rows, a panic) the full path runs: its error is the input's, its
+/// success says the PCE is wrong (`SynthPath::FullAfterPce`). `what` says what mismatched
+/// inputs mean for this kind. The large vectors come from `buffers` on every path.
 pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
     circuit: impl Fn() -> Result<C, CircuitError>,
     k: usize,
     expected: &[Fr],
     what: &'static str,
-    pce: Option<&Pce>,
+    through: Through<'_>,
     buffers: &dyn Buffers,
-) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
+) -> Result<(Synthesized, SynthPath), CircuitError> {
     let synthesis = |e| CircuitError::Synthesis(format!("partition {k}: {e}"));
+    let inputs_checked = |inputs: &[Fr]| match inputs.get(1..) == Some(expected) {
+        true => Ok(()),
+        false => Err(CircuitError::PublicInputMismatch { partition: k, what }),
+    };
     let checked = |synth: SynthesizedProof| -> Result<SynthesizedProof, CircuitError> {
-        if synth.inputs.get(1..) != Some(expected) {
-            return Err(CircuitError::PublicInputMismatch { partition: k, what });
-        }
+        inputs_checked(&synth.inputs)?;
         match synth.unsatisfied_rows() {
             0 => Ok(synth),
             rows => Err(CircuitError::Unsatisfied { partition: k, rows }),
@@ -138,15 +160,20 @@ pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
         let c = circuit()?;
         checked(guarded(k, || synthesize_into(c, buffers))?.map_err(synthesis)?)
     };
-    let Some(pce) = pce else {
-        return Ok((full()?, SynthPath::Full));
-    };
     let c = circuit()?;
-    let refused = match guarded(k, || pce.synthesize_into(c, buffers)) {
-        Ok(Ok(synth)) => match checked(synth) {
-            Ok(synth) => return Ok((synth, SynthPath::Pce)),
-            Err(e) => e.to_string(),
-        },
+    let result = match through {
+        Through::Full => return Ok((full()?.into(), SynthPath::Full)),
+        Through::Pce(pce) => guarded(k, || pce.synthesize_into(c, buffers))
+            .map(|r| r.map(|synth| checked(synth).map(|s| (Synthesized::from(s), SynthPath::Pce)))),
+        Through::Compact(pce) => guarded(k, || CompactProof::synthesize(pce.clone(), c)).map(|r| {
+            r.map(|proof| {
+                inputs_checked(&proof.inputs).map(|()| (proof.into(), SynthPath::Compact))
+            })
+        }),
+    };
+    let refused = match result {
+        Ok(Ok(Ok(done))) => return Ok(done),
+        Ok(Ok(Err(e))) => e.to_string(),
         // The circuit itself failed while computing its witness: the full path would too.
         Ok(Err(PceError::Synthesis(e))) => return Err(synthesis(e)),
         Ok(Err(e)) => e.to_string(),
@@ -156,7 +183,7 @@ pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
     // for this circuit does not.
     let synth = full()?;
     tracing::warn!(partition = k, refused = %refused, "the PCE's result was refused and the full path succeeded: the PCE is wrong for this circuit");
-    Ok((synth, SynthPath::FullAfterPce))
+    Ok((synth.into(), SynthPath::FullAfterPce))
 }
 
 /// Runs a synthesis. A malformed vanilla proof (wrong path lengths, say) can trip an index in
@@ -344,19 +371,38 @@ mod tests {
         let expected = SyntheticCircuit::new(2, 500, 3).inputs;
         let good = crate::pce::record(SyntheticCircuit::new(2, 500, 9)).unwrap();
         let (fast, path) =
-            synthesize_checked(circuit, 0, &expected, "x", Some(&good), &Heap).unwrap();
+            synthesize_checked(circuit, 0, &expected, "x", Through::Pce(&good), &Heap).unwrap();
         assert_eq!(path, SynthPath::Pce);
-        let wrong = good.tampered();
+        let fast = fast.into_full();
+        // The compact witness expands to the same; its rows are the prover's to check.
+        let shared: Arc<dyn HoldsPce> = Arc::new(good);
+        let (compact, path) =
+            synthesize_checked(circuit, 0, &expected, "x", Through::Compact(&shared), &Heap)
+                .unwrap();
+        assert_eq!(path, SynthPath::Compact);
+        assert_eq!(compact.into_full(), fast);
+        let wrong = crate::pce::record(SyntheticCircuit::new(2, 500, 9))
+            .unwrap()
+            .tampered();
         let (full, path) =
-            synthesize_checked(circuit, 0, &expected, "x", Some(&wrong), &Heap).unwrap();
+            synthesize_checked(circuit, 0, &expected, "x", Through::Pce(&wrong), &Heap).unwrap();
         assert_eq!(path, SynthPath::FullAfterPce);
-        assert_eq!(full, fast);
+        assert_eq!(full.into_full(), fast);
         let other = vec![Fr::from(5u64); 2];
-        let err = synthesize_checked(circuit, 0, &other, "x", Some(&wrong), &Heap).unwrap_err();
-        assert!(
-            matches!(err, CircuitError::PublicInputMismatch { .. }),
-            "{err}"
-        );
+        for through in [Through::Pce(&wrong), Through::Compact(&shared)] {
+            let err = synthesize_checked(circuit, 0, &other, "x", through, &Heap).unwrap_err();
+            assert!(
+                matches!(err, CircuitError::PublicInputMismatch { .. }),
+                "{err}"
+            );
+        }
+        // A PCE of another shape is refused on the compact path too.
+        let stale: Arc<dyn HoldsPce> =
+            Arc::new(crate::pce::record(SyntheticCircuit::new(2, 400, 9)).unwrap());
+        let (_, path) =
+            synthesize_checked(circuit, 0, &expected, "x", Through::Compact(&stale), &Heap)
+                .unwrap();
+        assert_eq!(path, SynthPath::FullAfterPce);
     }
 
     /// The pool's buffers are taken on every path, the full one after a refused PCE included:
@@ -374,9 +420,9 @@ mod tests {
             .unwrap()
             .tampered();
         for (pce, want) in [
-            (None, SynthPath::Full),
-            (Some(&good), SynthPath::Pce),
-            (Some(&wrong), SynthPath::FullAfterPce),
+            (Through::Full, SynthPath::Full),
+            (Through::Pce(&good), SynthPath::Pce),
+            (Through::Pce(&wrong), SynthPath::FullAfterPce),
         ] {
             // The full path does not know its size: room for the whole circuit.
             let lender = VecLender {
@@ -386,6 +432,7 @@ mod tests {
             let (synth, path) =
                 synthesize_checked(circuit, 0, &expected, "x", pce, &lender).unwrap();
             assert_eq!(path, want);
+            let synth = synth.into_full();
             assert!(synth.all_lent(), "{path:?}: {:?} {:?}", synth.a, synth.aux);
             assert_eq!(synth.lent_bytes(), 4 * 4096 * 32, "{path:?}");
             let taken = lender.lent.load(Ordering::SeqCst);

@@ -26,11 +26,11 @@ use storage_proofs_porep::stacked::{
 use super::oracle::{bellperson_prove, Oracle, OracleCircuits, WithOracle};
 use super::{
     concat_proofs, prover_id_from_miner, synthesize_checked, verified, CircuitError, CircuitId,
-    PartitionCircuits, ProofJob, ProofKind,
+    PartitionCircuits, ProofJob, ProofKind, Through,
 };
 use crate::groth16::Proof;
-use crate::pce::Pce;
-use crate::synth::{Buffers, SynthPath, SynthesizedProof};
+use crate::pce::Synthesized;
+use crate::synth::{Buffers, SynthPath};
 
 /// The envelope Curio's client sends: the C1 JSON, base64-encoded, with the sector's identity.
 #[derive(Deserialize)]
@@ -353,9 +353,9 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
     fn synthesize(
         &self,
         k: usize,
-        pce: Option<&Pce>,
+        through: Through<'_>,
         buffers: &dyn Buffers,
-    ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
+    ) -> Result<(Synthesized, SynthPath), CircuitError> {
         // The seed only enters through the public inputs the verifier derives (the challenges):
         // a C1 output with a wrong seed gives a satisfied circuit and a proof that never verifies.
         synthesize_checked(
@@ -363,7 +363,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
             k,
             &self.public_inputs(k)?,
             "the seed and commitments of the C1 output",
-            pce,
+            through,
             buffers,
         )
     }

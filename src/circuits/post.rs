@@ -21,11 +21,11 @@ use storage_proofs_post::fallback::{
 use super::oracle::{bellperson_prove, Oracle, OracleCircuits, WithOracle};
 use super::{
     concat_proofs, synthesize_checked, verified, CircuitError, CircuitId, PartitionCircuits,
-    ProofJob, ProofKind,
+    ProofJob, ProofKind, Through,
 };
 use crate::groth16::Proof;
-use crate::pce::Pce;
-use crate::synth::{Buffers, SynthPath, SynthesizedProof};
+use crate::pce::Synthesized;
+use crate::synth::{Buffers, SynthPath};
 
 /// The actors' limit on partitions in one deadline: a WindowPoSt partition index beyond it is
 /// not a request anyone can make.
@@ -457,15 +457,15 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Typed<Tree> {
     fn synthesize(
         &self,
         _k: usize,
-        pce: Option<&Pce>,
+        through: Through<'_>,
         buffers: &dyn Buffers,
-    ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
+    ) -> Result<(Synthesized, SynthPath), CircuitError> {
         synthesize_checked(
             || self.circuit(),
             0,
             &self.expected,
             "the randomness, prover id and partition index",
-            pce,
+            through,
             buffers,
         )
     }

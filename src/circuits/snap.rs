@@ -22,11 +22,11 @@ use storage_proofs_update::{
 use super::oracle::{bellperson_prove, Oracle, OracleCircuits, WithOracle};
 use super::{
     concat_proofs, synthesize_checked, verified, CircuitError, CircuitId, PartitionCircuits,
-    ProofJob, ProofKind,
+    ProofJob, ProofKind, Through,
 };
 use crate::groth16::Proof;
-use crate::pce::Pce;
-use crate::synth::{Buffers, SynthPath, SynthesizedProof};
+use crate::pce::Synthesized;
+use crate::synth::{Buffers, SynthPath};
 
 /// A parsed, checked SnapDeals job.
 pub struct SnapDeals {
@@ -260,9 +260,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits fo
     fn synthesize(
         &self,
         k: usize,
-        pce: Option<&Pce>,
+        through: Through<'_>,
         buffers: &dyn Buffers,
-    ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
+    ) -> Result<(Synthesized, SynthPath), CircuitError> {
         let expected =
             <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::generate_public_inputs(
                 &self.public_inputs,
@@ -277,7 +277,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionCircuits fo
             k,
             &expected,
             "comm_r_old, comm_r_new and comm_d_new",
-            pce,
+            through,
             buffers,
         )
     }

@@ -131,6 +131,7 @@ pub fn assemble(
             slots: slots.clone(),
             provers,
             finish: settings.finish,
+            compact_witness: settings.compact_witness,
             workers: concurrency.workers,
             params_dir: settings.params_dir.clone(),
             pce,

@@ -20,7 +20,9 @@ use super::{
 };
 use crate::circuits::oracle::OracleJob;
 use crate::circuits::samples::sample_request;
-use crate::circuits::{parse_sector_size, ParameterFiles, ProofJob, ProofKind, ProofRequest};
+use crate::circuits::{
+    parse_sector_size, ParameterFiles, ProofJob, ProofKind, ProofRequest, Through,
+};
 use crate::config::{Finish, Settings};
 use crate::engine::{pooled_sizes, PoolBuffers};
 use crate::gpu::BackendChoice;
@@ -67,6 +69,11 @@ pub enum BenchCommand {
         /// the backend, as the service does (else on the heap).
         #[arg(long)]
         pinned: bool,
+        /// Also prove the partition from its compact witness through its PCE (extracted into
+        /// a temporary store first), a, b and c computed by the backend, and report whether
+        /// that proof is the same bytes.
+        #[arg(long)]
+        compact: bool,
         #[command(flatten)]
         params: ParamsLocation,
         #[command(flatten)]
@@ -204,6 +211,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             partition,
             compare,
             pinned,
+            compact,
             params,
             backend,
         } => {
@@ -224,6 +232,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 compare,
                 provers.backends[0].as_ref(),
                 pinned,
+                compact,
             )
         }
         BenchCommand::Pipeline {
@@ -315,6 +324,7 @@ fn bench_job(
     compare: Option<Baseline>,
     backend: &dyn Backend,
     pinned: bool,
+    compact: bool,
 ) -> Result<()> {
     if partition >= job.partitions() {
         bail!(
@@ -343,13 +353,20 @@ fn bench_job(
     };
     let lease = pool.as_ref().and_then(|p| p.lease(&pooled));
     let start = Instant::now();
-    let (synth, _) = job.synthesize_with(partition, None, &PoolBuffers(lease.as_ref()))?;
+    let synth = job
+        .synthesize_with(partition, Through::Full, &PoolBuffers(lease.as_ref()))?
+        .0
+        .into_full();
     let synthesis_s = start.elapsed().as_secs_f64();
     if pinned && !synth.all_lent() {
         bail!("the partition's vectors did not fit the page-locked pool");
     }
     let constraints = synth.num_constraints();
     let cpu_synth = (compare == Some(Baseline::Cpu)).then(|| synth.clone());
+    let compact_synth = match compact {
+        true => Some(compact_synthesis(job, partition, backend)?),
+        false => None,
+    };
     backend.record_stages(true);
     if backend.name() != "cpu" {
         // Warm-up on a copy: kernel loading and first-use costs stay out of the figures.
@@ -389,6 +406,25 @@ fn bench_job(
             "verified": verified,
         },
     });
+
+    if let Some((proof, synthesis_s, evaluates)) = compact_synth {
+        let witness_bytes = proof.heap_bytes();
+        // Warm-up: the PCE's first upload stays out of the figures.
+        prove(backend, &srs, proof.clone(), r, s)?;
+        backend.stage_times();
+        let (compact_proof, timings) = prove(backend, &srs, proof, r, s)?;
+        let mut bytes = Vec::new();
+        compact_proof.write(&mut bytes)?;
+        report["compact"] = json!({
+            "synthesis_s": synthesis_s,
+            "witness_bytes": witness_bytes,
+            "abc_on_backend": evaluates,
+            "device_stages": backend.stage_times(),
+            "prove_s": timings.total.as_secs_f64(),
+            "stages": timings,
+            "identical": bytes == ours,
+        });
+    }
 
     if let Some(synth) = cpu_synth {
         let (cpu_proof, cpu_timings) = prove(&CpuBackend, &srs, synth, r, s)?;
@@ -432,6 +468,30 @@ fn bench_job(
     Ok(())
 }
 
+/// `job`'s partition as a compact witness through its PCE (extracted into a temporary store),
+/// how long that synthesis took, and whether `backend` computes a, b and c itself.
+fn compact_synthesis(
+    job: &dyn OracleJob,
+    partition: usize,
+    backend: &dyn Backend,
+) -> Result<(crate::pce::CompactProof, f64, bool)> {
+    let dir = tempfile::tempdir()?;
+    let store = crate::pce::PceStore::open(dir.path())?;
+    let (pce, _) = job.circuit_id().obtain_pce(&store, false)?;
+    let evaluates = backend.evaluates(&pce);
+    let shared: std::sync::Arc<dyn crate::pce::HoldsPce> = std::sync::Arc::new(pce);
+    let start = Instant::now();
+    let (synth, path) =
+        job.synthesize_with(partition, Through::Compact(&shared), &crate::synth::Heap)?;
+    let synthesis_s = start.elapsed().as_secs_f64();
+    match synth {
+        crate::pce::Synthesized::Compact(proof) => Ok((proof, synthesis_s, evaluates)),
+        crate::pce::Synthesized::Full(_) => {
+            bail!("the compact synthesis took the {} path", path.as_str())
+        }
+    }
+}
+
 /// One kind's synthesis both ways. Memory is the peak RSS growth during one synthesis (freed
 /// heap trimmed and the peak reset first; the PCE's mapped pages are resident before, so they
 /// are not in it: `pce_file.bytes` says what they hold).
@@ -448,14 +508,21 @@ fn bench_synth(
     let (_, obtained) = circuit.obtain_pce(store, false)?;
     let obtain_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let pce = store
-        .load(&circuit.pce_key()?)?
-        .context("the PCE file vanished after extraction")?;
+    let pce = std::sync::Arc::new(
+        store
+            .load(&circuit.pce_key()?)?
+            .context("the PCE file vanished after extraction")?,
+    );
     let load_s = start.elapsed().as_secs_f64();
-    let mut paths: Vec<(Option<&crate::pce::Pce>, SynthPath)> = vec![(Some(&pce), SynthPath::Pce)];
+    let shared: std::sync::Arc<dyn crate::pce::HoldsPce> = pce.clone();
+    let mut paths: Vec<(Through<'_>, SynthPath)> = vec![
+        (Through::Pce(&pce), SynthPath::Pce),
+        (Through::Compact(&shared), SynthPath::Compact),
+    ];
     if compare == Some(SynthBaseline::Full) {
-        paths.push((None, SynthPath::Full));
+        paths.push((Through::Full, SynthPath::Full));
     }
+    let mut held = vec![0; paths.len()];
     let mut seconds = vec![Vec::new(); paths.len()];
     let mut peaks = vec![Vec::new(); paths.len()];
     let mut digests = vec![None; paths.len()];
@@ -476,8 +543,11 @@ fn bench_synth(
                     path.as_str()
                 );
             }
-            synthesized_bytes = synth.heap_bytes();
-            digests[i].get_or_insert_with(|| digest(&synth));
+            held[i] = synth.heap_bytes();
+            if path != SynthPath::Compact {
+                synthesized_bytes = synth.heap_bytes();
+            }
+            digests[i].get_or_insert_with(|| digest(&synth.into_full()));
         }
     }
     let median = |v: &mut Vec<f64>| {
@@ -506,14 +576,16 @@ fn bench_synth(
             "synthesis_s": median(&mut seconds[i]),
             "runs_s": seconds[i],
             "peak_rss_growth_bytes": peaks[i].iter().max(),
+            "held_bytes": held[i],
         });
     }
-    if paths.len() == 2 {
+    // Every path gives the same proof (a compact one expanded on the host to compare).
+    report["identical"] = json!(digests.iter().all(|d| *d == digests[0]));
+    if compare == Some(SynthBaseline::Full) {
         report["speedup"] = json!(
             report["full"]["synthesis_s"].as_f64().unwrap_or(0.0)
                 / report["pce"]["synthesis_s"].as_f64().unwrap_or(f64::NAN)
         );
-        report["identical"] = json!(digests[0] == digests[1]);
     }
     Ok(report)
 }

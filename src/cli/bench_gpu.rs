@@ -271,7 +271,7 @@ impl Work {
                 let [a, b, c, aux] = self.vectors([&self.s1, &self.s2, &self.s3, &self.aux])?;
                 let w = Assignment {
                     inputs: &[],
-                    aux: &aux,
+                    aux: aux[..].into(),
                     a_aux_density: &self.full,
                     b_input_density: &Density::new(),
                     b_aux_density: &self.b_density,

@@ -137,21 +137,55 @@ impl Tester<'_> {
         for log in logs {
             let rows = (1usize << log).saturating_sub(8).max(1);
             // Recording asks for no value: another seed records the same matrices.
-            let pce = crate::pce::record(SyntheticCircuit::new(3, rows, 1000 + log as u64))?;
+            let pce = std::sync::Arc::new(crate::pce::record(SyntheticCircuit::new(
+                3,
+                rows,
+                1000 + log as u64,
+            ))?);
             let circuit = SyntheticCircuit::new(3, rows, log as u64);
             let (inputs, compact) = pce.compact_witness(circuit.clone())?;
             let clock = Instant::now();
-            let got = self.gpu.pce_evaluations(&pce, &inputs, &compact)?;
+            let (got, unsatisfied) = self.gpu.pce_evaluations(&pce, &inputs, &compact)?;
             let gpu_s = clock.elapsed().as_secs_f64();
             let clock = Instant::now();
             let want = pce.synthesize(circuit)?;
             let cpu_s = clock.elapsed().as_secs_f64();
-            let ok = got[0] == want.a[..] && got[1] == want.b[..] && got[2] == want.c[..];
+            let ok = got[0] == want.a[..]
+                && got[1] == want.b[..]
+                && got[2] == want.c[..]
+                && unsatisfied == 0;
             let (zeros, ones, others) = compact.counts();
             self.report(
                 ok,
                 format!(
                     "spmv rows {} ({zeros}/{ones}/{others} 0/1/other)",
+                    pce.shape().constraints
+                ),
+                gpu_s,
+                cpu_s,
+            );
+            // One value changed: the rows that read it no longer hold, on both sides.
+            let mut values = compact.expand();
+            let last = values.len() - 1;
+            values[last] += blstrs::Scalar::from(3u64);
+            let mut wrong = crate::synth::CompactWitness::with_capacity(values.len());
+            values.iter().for_each(|v| wrong.push(*v));
+            let clock = Instant::now();
+            let (_, unsatisfied) = self.gpu.pce_evaluations(&pce, &inputs, &wrong)?;
+            let gpu_s = clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let host = crate::pce::CompactProof {
+                pce: pce.clone(),
+                inputs: inputs.clone(),
+                witness: wrong,
+            }
+            .expand(&crate::synth::Heap)
+            .unsatisfied_rows();
+            let cpu_s = clock.elapsed().as_secs_f64();
+            self.report(
+                unsatisfied > 0 && unsatisfied as usize == host,
+                format!(
+                    "spmv rows {}: one value changed, {unsatisfied} rows unsatisfied",
                     pce.shape().constraints
                 ),
                 gpu_s,
@@ -388,7 +422,7 @@ impl Tester<'_> {
                 let b_aux_density = random_density(n_aux, b_aux_fill, seed + 8 + k as u64);
                 let w = Assignment {
                     inputs: &inputs,
-                    aux: &aux,
+                    aux: aux[..].into(),
                     a_aux_density: &a_aux_density,
                     b_input_density: &b_input_density,
                     b_aux_density: &b_aux_density,

@@ -164,6 +164,10 @@ pub struct ProvingConfig {
     /// Synthesize through pre-compiled constraint evaluators (<data_dir>/pce), extracted in the
     /// background the first time a circuit is proved.
     pub pce: bool,
+    /// Where every GPU can hold a circuit's PCE, keep each partition as its compact witness
+    /// until the prover, and compute a, b and c on the GPU (else by the host's SpMV right
+    /// after the witness).
+    pub compact_witness: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -208,6 +212,7 @@ impl Default for ProvingConfig {
             gpus: Vec::new(),
             finish: Finish::default(),
             pce: true,
+            compact_witness: true,
         }
     }
 }
@@ -247,6 +252,7 @@ pub struct Settings {
     pub gpus: Vec<usize>,
     pub finish: Finish,
     pub pce: bool,
+    pub compact_witness: bool,
     pub drain_timeout: Duration,
     pub status_interval: Duration,
 }
@@ -362,6 +368,7 @@ impl Config {
             gpus: self.proving.gpus.clone(),
             finish: self.proving.finish,
             pce: self.proving.pce,
+            compact_witness: self.proving.compact_witness,
             drain_timeout: Duration::from_secs(self.service.drain_timeout_secs),
             status_interval: Duration::from_secs(self.service.status_interval_secs),
         })

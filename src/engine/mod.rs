@@ -94,6 +94,9 @@ pub struct Proving {
     pub provers: Provers,
     /// Where B in G2 and the join run (`proving.finish`).
     pub finish: Finish,
+    /// Partitions kept as compact witnesses where every backend computes a, b and c
+    /// (`proving.compact_witness`).
+    pub compact_witness: bool,
     /// Jobs in progress at once.
     pub workers: usize,
     /// Where the Groth16 parameter files are.

@@ -26,14 +26,14 @@ use super::pooled::{lease, PoolBuffers};
 use super::provers::ProverSlots;
 use super::run::{internal, refused, Ending};
 use super::sets::Loaded;
-use crate::circuits::ProofJob;
+use crate::circuits::{ProofJob, Through};
 use crate::config::Finish;
-use crate::groth16::{prove_start, Backend, CpuBackend, Proof};
+use crate::groth16::{prove_start, Backend, CpuBackend, Proof, ProveError};
 use crate::memory::{Admission, Lease, PinnedPool, Reservation};
 use crate::metrics::Metrics;
-use crate::pce::Pce;
+use crate::pce::{HoldsPce, Pce, Synthesized};
 use crate::srs::Srs;
-use crate::synth::{SynthPath, SynthesizedProof};
+use crate::synth::{Heap, SynthPath};
 
 /// How often the job's thread passes a cancellation on to its partitions.
 const POLL: Duration = Duration::from_millis(100);
@@ -83,6 +83,8 @@ pub struct Partitions<'a> {
     pub backends: &'a [Arc<dyn Backend>],
     pub metrics: &'a Metrics,
     pub finish: Finish,
+    /// Keep partitions as compact witnesses where every backend computes a, b and c.
+    pub compact: bool,
     pub priority: u8,
     /// Bytes each partition holds until it reaches the prover: reserved from the budget, but
     /// for the part lent from `pool`.
@@ -282,11 +284,20 @@ impl Partitions<'_> {
         let entry = self.ledger.enter(Stage::Synthesizing, Held::default());
         let start = Instant::now();
         let pce = lock(&run.pce).clone();
-        let (synth, path) = run.job.synthesize_with(
-            k,
-            pce.as_ref().map(|set| &set.value),
-            &PoolBuffers(lease.as_ref()),
-        )?;
+        // Where every prover computes a, b and c itself, the witness alone is kept, compact.
+        let shared: Option<Arc<dyn HoldsPce>> = pce
+            .as_ref()
+            .filter(|set| self.compact && self.backends.iter().all(|b| b.evaluates(&set.value)))
+            .map(|set| set.clone() as Arc<dyn HoldsPce>);
+        let through = match (&shared, &pce) {
+            (Some(shared), _) => Through::Compact(shared),
+            (None, Some(set)) => Through::Pce(&set.value),
+            (None, None) => Through::Full,
+        };
+        let (synth, path) = run
+            .job
+            .synthesize_with(k, through, &PoolBuffers(lease.as_ref()))?;
+        drop(shared);
         // The buffers taken keep their memory lent; the rest goes back to the pool now.
         drop((pce, lease));
         if path == SynthPath::FullAfterPce && lock(&run.pce).take().is_some() {
@@ -338,8 +349,20 @@ impl Partitions<'_> {
         let failed = |e| internal(format!("partition {k}: {e}"));
         let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
         let with_b_g2 = self.finish == Finish::Held;
-        let started =
-            prove_start(backend.as_ref(), run.srs, synth, r, s, with_b_g2).map_err(failed)?;
+        let started = match prove_start(backend.as_ref(), run.srs, synth, r, s, with_b_g2) {
+            // The prover found rows of the compact witness unsatisfied: the PCE is wrong for
+            // the circuit (as the full path, tried now, says by succeeding) or the input is.
+            Err(ProveError::Unsatisfied { rows }) if path == SynthPath::Compact => {
+                tracing::warn!(partition = k, rows, "rows unsatisfied through the PCE on the prover: synthesized again on the full path");
+                let (synth, _) = run.job.synthesize_with(k, Through::Full, &Heap)?;
+                if lock(&run.pce).take().is_some() {
+                    (run.on_wrong_pce)();
+                }
+                prove_start(backend.as_ref(), run.srs, synth, r, s, with_b_g2)
+            }
+            started => started,
+        }
+        .map_err(failed)?;
         // Split: the next partition's device work starts now, beside this one's finish.
         let finisher: &dyn Backend = match self.finish {
             Finish::Held | Finish::Prover => backend.as_ref(),
@@ -370,10 +393,16 @@ impl Partitions<'_> {
         Ok((proof, secs))
     }
 
-    /// Counts where `synth`'s large vectors are: lent from the pool, or on the heap.
-    fn count_buffers(&self, kind: &str, synth: &SynthesizedProof) {
-        let vectors = [&synth.a, &synth.b, &synth.c, &synth.aux];
-        let heap: usize = vectors.iter().map(|v| v.heap_bytes()).sum();
+    /// Counts where `synth`'s large vectors are: lent from the pool, or on the heap (a compact
+    /// witness is on the heap).
+    fn count_buffers(&self, kind: &str, synth: &Synthesized) {
+        let heap = match synth {
+            Synthesized::Full(synth) => [&synth.a, &synth.b, &synth.c, &synth.aux]
+                .iter()
+                .map(|v| v.heap_bytes())
+                .sum(),
+            Synthesized::Compact(proof) => proof.witness.heap_bytes(),
+        };
         for (place, bytes) in [("pinned", synth.lent_bytes()), ("heap", heap)] {
             self.metrics
                 .synthesis_buffer_bytes
@@ -400,9 +429,11 @@ mod tests {
     use super::*;
     use crate::circuits::{CircuitError, CircuitId, PartitionCircuits, ProofKind};
     use crate::groth16::msm::MsmStats;
+    use crate::groth16::G1Sums;
     use crate::groth16::{CpuBackend, ProveError};
+    use crate::pce::CompactProof;
     use crate::synth::synthetic::SyntheticCircuit;
-    use crate::synth::{synthesize_into, Buffers, Scalars, SynthesizedProof};
+    use crate::synth::{synthesize_into, Buffers, Scalars};
 
     /// When something started and ended, by what.
     type Log = Mutex<Vec<(&'static str, usize, Instant, Instant)>>;
@@ -432,9 +463,9 @@ mod tests {
         fn synthesize(
             &self,
             k: usize,
-            _pce: Option<&Pce>,
+            through: Through<'_>,
             buffers: &dyn Buffers,
-        ) -> Result<(SynthesizedProof, SynthPath), CircuitError> {
+        ) -> Result<(Synthesized, SynthPath), CircuitError> {
             let start = Instant::now();
             if self.fails == Some(k) {
                 return Err(CircuitError::Synthesis(format!("partition {k} fails")));
@@ -442,14 +473,23 @@ mod tests {
             // Long enough for the partitions admitted together to be seen synthesizing together.
             std::thread::sleep(Duration::from_millis(100));
             let failed = |e: String| CircuitError::Synthesis(e);
-            let synth = match &self.pce {
-                Some(pce) => (
+            let synth = match (through, &self.pce) {
+                (Through::Compact(pce), _) => (
+                    CompactProof::synthesize(pce.clone(), circuit(k))
+                        .map_err(|e| failed(e.to_string()))?
+                        .into(),
+                    SynthPath::Compact,
+                ),
+                (Through::Pce(pce), _) | (Through::Full, Some(pce)) => (
                     pce.synthesize_into(circuit(k), buffers)
-                        .map_err(|e| failed(e.to_string()))?,
+                        .map_err(|e| failed(e.to_string()))?
+                        .into(),
                     SynthPath::Pce,
                 ),
-                None => (
-                    synthesize_into(circuit(k), buffers).map_err(|e| failed(e.to_string()))?,
+                (Through::Full, None) => (
+                    synthesize_into(circuit(k), buffers)
+                        .map_err(|e| failed(e.to_string()))?
+                        .into(),
                     SynthPath::Full,
                 ),
             };
@@ -497,6 +537,8 @@ mod tests {
         g2: Duration,
         log: Arc<Log>,
         calls: AtomicUsize,
+        /// Says it computes a, b and c of every PCE (it does, on the host: a device's part).
+        evaluates: bool,
     }
 
     impl Backend for SlowG2 {
@@ -537,6 +579,20 @@ mod tests {
             lock(&self.log).push(("g2", 0, start, Instant::now()));
             sum
         }
+        fn evaluates(&self, _pce: &Pce) -> bool {
+            self.evaluates
+        }
+        fn g1_sums_compact(
+            &self,
+            srs: &Srs,
+            proof: &CompactProof,
+            b_g2: bool,
+        ) -> Result<G1Sums, ProveError> {
+            let start = Instant::now();
+            let sums = crate::groth16::g1_sums_expanded(self, srs, proof, b_g2);
+            lock(&self.log).push(("compact", 0, start, Instant::now()));
+            sums
+        }
     }
 
     struct Bench {
@@ -564,6 +620,10 @@ mod tests {
         reports: Vec<Report>,
         /// Bytes of a, b, c and aux synthesized on the heap (`cuzk_synthesis_buffer_bytes_total`).
         heap_bytes: u64,
+        /// Times the run reported its PCE wrong.
+        wrong_pce: usize,
+        /// Partitions synthesized as a compact witness (`cuzk_syntheses_total`).
+        compact_syntheses: u64,
     }
 
     /// Runs `job` through an admission gate of `depth` and one prover slot.
@@ -584,6 +644,14 @@ mod tests {
         run_with(bench, job, depth, finish, cancel_after, None)
     }
 
+    /// A PCE as the engine holds it: loaded, its bytes held from `admission`.
+    fn loaded(admission: &Arc<Admission>, pce: Pce) -> Arc<Loaded<Pce>> {
+        let held = admission
+            .try_hold(crate::memory::Purpose::Pce, pce.bytes())
+            .expect("room for the PCE");
+        Arc::new(Loaded { value: pce, held })
+    }
+
     /// Runs `job` as `run` does, its vectors lent from `pool` where given.
     fn run_with(
         bench: &Bench,
@@ -592,6 +660,20 @@ mod tests {
         finish: Finish,
         cancel_after: Option<Duration>,
         pool: Option<&Arc<PinnedPool>>,
+    ) -> Outcome {
+        run_through(bench, job, depth, finish, cancel_after, pool, None)
+    }
+
+    /// `run_with`, the job's run given `pce` (loaded) and a backend that says it computes a,
+    /// b and c itself where a PCE is given.
+    fn run_through(
+        bench: &Bench,
+        job: SyntheticJob,
+        depth: usize,
+        finish: Finish,
+        cancel_after: Option<Duration>,
+        pool: Option<&Arc<PinnedPool>>,
+        pce: Option<Pce>,
     ) -> Outcome {
         let log = job.log.clone();
         let leased_before = pool.map(|p| p.status().leased_bytes);
@@ -603,7 +685,10 @@ mod tests {
             g2: Duration::from_millis(300),
             log: log.clone(),
             calls: AtomicUsize::new(0),
+            evaluates: pce.is_some(),
         })];
+        let pce = pce.map(|pce| loaded(&admission, pce));
+        let wrong_pce = AtomicUsize::new(0);
         let p = Partitions {
             admission: &admission,
             slots: &slots,
@@ -611,6 +696,7 @@ mod tests {
             backends: &backends,
             metrics: &metrics,
             finish,
+            compact: true,
             priority: 2,
             estimate: 1 << 20,
             pool,
@@ -626,7 +712,10 @@ mod tests {
                     cancel.store(true, Ordering::SeqCst);
                 });
             }
-            p.prove(&job, &bench.srs, None, &cancel, &|| {}, &mut |r| {
+            let on_wrong_pce = || {
+                wrong_pce.fetch_add(1, Ordering::SeqCst);
+            };
+            p.prove(&job, &bench.srs, pce, &cancel, &on_wrong_pce, &mut |r| {
                 reports.push(r)
             })
         });
@@ -637,7 +726,11 @@ mod tests {
             .all(|c| c.buffers == 0 && c.bytes == 0 && c.pinned_bytes == 0));
         assert_eq!(pool.map(|p| p.status().leased_bytes), leased_before);
         let snap = admission.snapshot();
-        assert_eq!((snap.reserved_bytes, snap.ahead_of_prover), (0, 0));
+        assert_eq!(
+            (snap.reserved_bytes, snap.held_bytes, snap.ahead_of_prover),
+            (0, 0, 0),
+            "the PCE's hold given back with the last proof that kept it"
+        );
         if let Ok(proofs) = &result {
             job.finish(proofs, &bench.srs.vk)
                 .expect("every partition's proof verifies");
@@ -651,6 +744,11 @@ mod tests {
                 .synthesis_buffer_bytes
                 .with_label_values(&["porep-c2", "heap"])
                 .get(),
+            wrong_pce: wrong_pce.load(Ordering::SeqCst),
+            compact_syntheses: metrics
+                .syntheses
+                .with_label_values(&["porep-c2", "compact"])
+                .get(),
         }
     }
 
@@ -662,6 +760,41 @@ mod tests {
             Err(e) => {
                 eprintln!("skipped: {e}");
                 None
+            }
+        }
+    }
+
+    /// Where the backend computes a, b and c itself, partitions are synthesized as their
+    /// compact witness and proved from it; a PCE wrong for the circuit is caught by the
+    /// prover's row check, and the partition is synthesized again on the full path. The
+    /// backend is the CPU's saying it is a device's: no device exists in CI.
+    #[test]
+    fn the_compact_witness_goes_to_a_prover_that_computes_abc_and_a_wrong_pce_falls_back_fake_device(
+    ) {
+        let bench = bench();
+        for (pce, wrong) in [
+            (crate::pce::record(circuit(99)).unwrap(), 0),
+            (crate::pce::record(circuit(99)).unwrap().tampered(), 1),
+        ] {
+            let job = SyntheticJob {
+                partitions: 3,
+                fails: None,
+                pce: None,
+                log: Arc::default(),
+            };
+            let out = run_through(&bench, job, 2, Finish::Prover, None, None, Some(pce));
+            assert!(out.result.is_ok(), "the job failed");
+            assert_eq!(out.wrong_pce, wrong, "the wrong PCE reported once");
+            let compact = intervals(&out.log, "compact").len();
+            assert_eq!(compact as u64, out.compact_syntheses);
+            if wrong == 0 {
+                assert_eq!(
+                    compact, 3,
+                    "every partition proved from its compact witness"
+                );
+            } else {
+                // Partitions synthesized after the report take the full path.
+                assert!(compact >= 1, "the first partition went compact");
             }
         }
     }

@@ -284,6 +284,7 @@ impl Inner {
             backends: &self.proving.provers.backends,
             metrics: &self.metrics,
             finish: self.proving.finish,
+            compact: self.proving.compact_witness,
             priority: urgency,
             estimate,
             pool: self.proving.pool.as_ref(),

@@ -8,11 +8,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::memory::Hold;
+use crate::pce::{HoldsPce, Pce};
 
 /// A loaded set and the budget it holds, given back when the last user drops it.
 pub struct Loaded<T> {
     pub value: T,
     pub held: Hold,
+}
+
+/// A compact proof keeps the loaded PCE, and with it the budget it holds, until it is proved.
+impl HoldsPce for Loaded<Pce> {
+    fn pce(&self) -> &Pce {
+        &self.value
+    }
 }
 
 struct Inner<T> {

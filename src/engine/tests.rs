@@ -17,6 +17,7 @@ fn engine(data: &std::path::Path, max_queued_jobs: usize) -> Engine {
             slots: ProverSlots::new(1),
             provers: Provers::cpu(),
             finish: Finish::Cpu,
+            compact_witness: true,
             workers: 1,
             params_dir: data.to_owned(),
             pce: None,

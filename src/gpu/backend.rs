@@ -19,14 +19,18 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use super::kernels::{self, Kernel};
+use super::queries::Evaluations;
 use super::registered::{register, Registered};
 use super::resident::Resident;
 use super::staging::Staging;
 use super::{Gpu, GpuInfo};
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
-use crate::groth16::{Assignment, Backend, G1Query, G1Sums, ProveError, StageTime, WitnessSums};
+use crate::groth16::{
+    g1_sums_expanded, Assignment, Aux, Backend, G1Query, G1Sums, ProveError, StageTime, WitnessSums,
+};
 use crate::memory::PinnedPool;
+use crate::pce::{CompactProof, Pce};
 use crate::srs::Srs;
 use crate::synth::Scalars;
 
@@ -383,11 +387,13 @@ impl GpuBackend {
         self.stage(&self.copy, words(host), dev)
     }
 
-    fn stage(
+    /// `words` into the start of `dev` on `stream`: one DMA from the registered pool (the
+    /// caller keeps them until the stream has run it), else through the staging halves.
+    pub(super) fn stage<D: DevicePtrMut<u32>>(
         &self,
         stream: &CudaStream,
         words: &[u32],
-        dev: &mut CudaSlice<u32>,
+        dev: &mut D,
     ) -> Result<(), DriverError> {
         assert!(dev.len() >= words.len(), "an upload larger than its buffer");
         if words.is_empty() {
@@ -430,7 +436,7 @@ impl Backend for GpuBackend {
         b: Scalars,
         c: Scalars,
     ) -> Result<(G1Projective, Duration), ProveError> {
-        self.h_msm_on_device(&srs.h, Some((srs.id, G1Query::H.name())), a, b, c)
+        self.h_msm_on_device(&srs.h, Some((srs.id.into(), G1Query::H.name())), a, b, c)
             .map(|(sum, _, h_took)| (sum, h_took))
             .map_err(|e| e.on(&self.info))
     }
@@ -459,8 +465,12 @@ impl Backend for GpuBackend {
         query: G1Query,
         scalars: &[Scalar],
     ) -> Result<(G1Projective, MsmStats), ProveError> {
-        self.msm_on_device(query.bases(srs), Some((srs.id, query.name())), scalars)
-            .map_err(|e| e.on(&self.info))
+        self.msm_on_device(
+            query.bases(srs),
+            Some((srs.id.into(), query.name())),
+            scalars,
+        )
+        .map_err(|e| e.on(&self.info))
     }
 
     fn g1_sums(
@@ -472,7 +482,34 @@ impl Backend for GpuBackend {
         w: Assignment<'_>,
         b_g2: bool,
     ) -> Result<G1Sums, ProveError> {
-        self.g1_on_device(srs, [a, b, c], w, b_g2)
+        self.g1_on_device(srs, Evaluations::Host([a, b, c]), w, b_g2)
+            .map_err(|e| e.on(&self.info))
+    }
+
+    fn evaluates(&self, pce: &Pce) -> bool {
+        self.evaluates_pce(pce)
+    }
+
+    fn g1_sums_compact(
+        &self,
+        srs: &Srs,
+        proof: &CompactProof,
+        b_g2: bool,
+    ) -> Result<G1Sums, ProveError> {
+        let rows = proof.num_constraints();
+        let h_fits = Self::h_domain(rows).is_ok_and(|log| log > 0 && srs.h.len() >= (1 << log) - 1);
+        if !self.evaluates_pce(proof.pce()) || !h_fits {
+            return g1_sums_expanded(self, srs, proof, b_g2);
+        }
+        let [a_aux_density, b_input_density, b_aux_density] = proof.densities();
+        let w = Assignment {
+            inputs: &proof.inputs,
+            aux: Aux::Compact(&proof.witness),
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        };
+        self.g1_on_device(srs, Evaluations::Pce(proof.pce()), w, b_g2)
             .map_err(|e| e.on(&self.info))
     }
 
@@ -486,8 +523,12 @@ impl Backend for GpuBackend {
         srs: &Srs,
         scalars: &[Scalar],
     ) -> Result<(G2Projective, MsmStats), ProveError> {
-        self.msm_on_device(&srs.b_g2, Some((srs.id, super::queries::B_G2)), scalars)
-            .map_err(|e| e.on(&self.info))
+        self.msm_on_device(
+            &srs.b_g2,
+            Some((srs.id.into(), super::queries::B_G2)),
+            scalars,
+        )
+        .map_err(|e| e.on(&self.info))
     }
 
     fn stage_times(&self) -> Vec<StageTime> {
@@ -555,6 +596,10 @@ pub(super) enum GpuError {
     Domain(DomainTooLarge),
     #[error("{0}")]
     Shape(String),
+    /// Rows of a witness whose a, b and c were computed from its PCE on the device where
+    /// a·b ≠ c.
+    #[error("{0} rows unsatisfied")]
+    Unsatisfied(usize),
 }
 
 impl GpuError {
@@ -562,6 +607,7 @@ impl GpuError {
         match self {
             GpuError::Domain(d) => ProveError::Domain(d),
             GpuError::Shape(s) => ProveError::ShapeMismatch(s),
+            GpuError::Unsatisfied(rows) => ProveError::Unsatisfied { rows },
             GpuError::Driver(e) => {
                 ProveError::Device(format!("GPU {} ({}): {e}", gpu.ordinal, gpu.name))
             }

@@ -67,6 +67,7 @@ pub enum Kernel {
     WitnessExpand,
     WitnessScatter,
     PceSpmv,
+    PceUnsatisfied,
     MsmSplit,
     MsmHistogram,
     MsmScatter,
@@ -85,7 +86,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 27] = [
+    pub const ALL: [Kernel; 28] = [
         Kernel::ScanTiles,
         Kernel::ScanAdd,
         Kernel::BitReverse,
@@ -98,6 +99,7 @@ impl Kernel {
         Kernel::WitnessExpand,
         Kernel::WitnessScatter,
         Kernel::PceSpmv,
+        Kernel::PceUnsatisfied,
         Kernel::MsmSplit,
         Kernel::MsmHistogram,
         Kernel::MsmScatter,
@@ -130,6 +132,7 @@ impl Kernel {
             Kernel::WitnessExpand => "witness_expand",
             Kernel::WitnessScatter => "witness_scatter",
             Kernel::PceSpmv => "pce_spmv",
+            Kernel::PceUnsatisfied => "pce_unsatisfied",
             Kernel::MsmSplit => "msm_split",
             Kernel::MsmHistogram => "msm_histogram",
             Kernel::MsmScatter => "msm_scatter",

@@ -2,7 +2,8 @@
 //! once; L sums over the aux values as they are, and A's and B's scalars are gathered from them
 //! on the device by their densities (kernels/groth16/density.cu) instead of being gathered on the
 //! host and sent again; B's serve B in G2 too. With h in the same call, a, b and c cross beside
-//! the witness's MSMs.
+//! the witness's MSMs, or, for a compact proof, only the compact witness crosses and a, b and c
+//! are computed from the PCE on the device (src/gpu/spmv.rs).
 
 use std::sync::mpsc::{channel, Sender};
 use std::time::{Duration, Instant};
@@ -15,10 +16,31 @@ use super::kernels::Kernel;
 use super::msm::{msm_working_bytes, CallBases, DeviceScalars, GpuCurve};
 use super::ntt::{h_label, h_working_bytes, Staged, H_SLACK_BYTES};
 use super::resident::BasesKey;
+use super::spmv::{CompactParts, DevicePce};
 use crate::groth16::msm::MsmStats;
-use crate::groth16::{Assignment, G1Query, G1Sums, G2Sum, QuerySum, WitnessSums};
+use crate::groth16::{Assignment, Aux, G1Query, G1Sums, G2Sum, QuerySum, WitnessSums};
+use crate::pce::Pce;
 use crate::srs::Srs;
 use crate::synth::{Density, Scalars};
+
+/// a, b and c as a device call gets them.
+pub(super) enum Evaluations<'a> {
+    /// Computed on the host: they cross.
+    Host([Scalars; 3]),
+    /// To compute on the device from the PCE (the assignment's aux values are then its
+    /// compact witness), the rows checked.
+    Pce(&'a Pce),
+}
+
+/// What the copy stream's thread makes ready: a, b, c uploaded, or computed from a PCE.
+enum Source<'a> {
+    Host([Scalars; 3]),
+    Pce {
+        pce: DevicePce,
+        parts: &'a mut CompactParts,
+        unsatisfied: &'a mut CudaSlice<u32>,
+    },
+}
 
 impl GpuBackend {
     /// L, A and B in G1 over `w`: the assignment uploaded, then [`GpuBackend::witness_kernels`].
@@ -52,7 +74,7 @@ impl GpuBackend {
     pub(super) fn g1_on_device(
         &self,
         srs: &Srs,
-        abc: [Scalars; 3],
+        abc: Evaluations<'_>,
         w: Assignment<'_>,
         with_b_g2: bool,
     ) -> Result<G1Sums, GpuError> {
@@ -64,18 +86,28 @@ impl GpuBackend {
                 srs.b_g2.len()
             )));
         }
-        let log_n = Self::h_domain(abc[0].len())?;
+        let rows = match &abc {
+            Evaluations::Host(v) => v[0].len(),
+            Evaluations::Pce(pce) => pce.shape().constraints,
+        };
+        let log_n = Self::h_domain(rows)?;
         let n = 1usize << log_n;
         if n == 1 || srs.h.len() < n - 1 {
             // No h to speak of, or bases that do not fit it: the parts apart say which.
             let start = Instant::now();
-            let [a, b, c] = abc;
-            let (h, _, h_took) = self.h_msm_on_device(&srs.h, Some((srs.id, "h")), a, b, c)?;
+            let Evaluations::Host([a, b, c]) = abc else {
+                return Err(GpuError::Shape(format!(
+                    "{} H bases for a domain of {n}: a, b and c are not computed on the device",
+                    srs.h.len()
+                )));
+            };
+            let (h, _, h_took) =
+                self.h_msm_on_device(&srs.h, Some((srs.id.into(), "h")), a, b, c)?;
             let msm_h_took = start.elapsed().saturating_sub(h_took);
             let witness = self.witness_msms_on_device(srs, w)?;
             let b_g2 = if with_b_g2 {
                 let clock = Instant::now();
-                let key = Some((srs.id, B_G2));
+                let key = Some((srs.id.into(), B_G2));
                 let (sum, _) = self.msm_on_device(&srs.b_g2, key, &w.b_scalars())?;
                 Some(G2Sum {
                     sum,
@@ -102,17 +134,37 @@ impl GpuBackend {
         let h_bases = self.call_bases::<G1Projective>(
             &srs.h,
             n - 1,
-            Some((srs.id, G1Query::H.name())),
+            Some((srs.id.into(), G1Query::H.name())),
             working,
         )?;
         let plan = self.h_plan(log_n)?;
         let assignment = self.assignment_buffers(&w)?;
         let mut vectors = Vec::with_capacity(3);
-        for v in abc.iter() {
-            vectors.push(self.device_for(v.len() * 8, n * 8)?);
+        for _ in 0..3 {
+            vectors.push(self.device_for(rows * 8, n * 8)?);
         }
         let vectors: [CudaSlice<u32>; 3] = vectors.try_into().expect("three vectors");
-        let bytes = (3 * abc[0].len() * 32) as u64;
+        let bytes = (3 * rows * 32) as u64;
+        // A compact proof's device parts: its PCE, its witness's buffers, the row check.
+        let (mut parts, mut unsatisfied) = (None, None);
+        let source = match abc {
+            Evaluations::Host(abc) => Source::Host(abc),
+            Evaluations::Pce(pce) => {
+                let Aux::Compact(witness) = w.aux else {
+                    return Err(GpuError::Shape(
+                        "a PCE's evaluations need a compact witness".into(),
+                    ));
+                };
+                let pce = self.pce_on_device(pce)?;
+                let parts = parts.insert(self.compact_parts(witness)?);
+                let unsatisfied = unsatisfied.insert(self.stream.alloc_zeros::<u32>(1)?);
+                Source::Pce {
+                    pce,
+                    parts,
+                    unsatisfied,
+                }
+            }
+        };
         // Every upload may start now: its buffer exists.
         self.copy.join(&self.stream)?;
         tracing::debug!(ms = ms(), "g1 sums: buffers ready");
@@ -120,7 +172,7 @@ impl GpuBackend {
             let (assignment_tx, assignment_rx) = channel();
             let (vector_tx, vector_rx) = channel();
             let uploads = scope.spawn(move || {
-                self.upload_beside(&w, assignment, abc, vectors, assignment_tx, vector_tx)
+                self.upload_beside(&w, assignment, source, vectors, assignment_tx, vector_tx)
             });
             let sums = (|| {
                 // The witness's bases before h's work is queued: the side streams then wait for
@@ -200,22 +252,81 @@ impl GpuBackend {
             }
             uploaded.and(sums)
         })
+        .and_then(|sums| match unsatisfied {
+            Some(count) => match self.unsatisfied_rows(&count)? {
+                0 => Ok(sums),
+                rows => Err(GpuError::Unsatisfied(rows)),
+            },
+            None => Ok(sums),
+        })
+    }
+
+    /// The row check's count, once the copy stream has run it.
+    fn unsatisfied_rows(&self, count: &CudaSlice<u32>) -> Result<usize, GpuError> {
+        let mut host = [0u32];
+        self.copy.memcpy_dtoh(count, &mut host)?;
+        self.copy.synchronize()?;
+        Ok(host[0] as usize)
     }
 
     /// The assignment, then a, b and c, into their device buffers on the copy stream (which
     /// already waits for their allocation); each buffer is sent on with the event that fires
     /// when its transfer is done. Once all are staged, the host vectors are freed here, off
-    /// the caller's path. Stops early, without error, when a receiver has gone.
+    /// the caller's path. From a PCE, the compact witness crosses and is expanded, and a, b
+    /// and c are computed and checked, all on the copy stream, before anything is sent (the
+    /// compute stream transforms the vectors in place). Stops early, without error, when a
+    /// receiver has gone.
     fn upload_beside(
         &self,
         w: &Assignment<'_>,
         mut assignment: OnDevice,
-        abc: [Scalars; 3],
-        vectors: [CudaSlice<u32>; 3],
+        source: Source<'_>,
+        mut vectors: [CudaSlice<u32>; 3],
         assignment_tx: Sender<Arrival<OnDevice>>,
         vector_tx: Sender<Arrival<CudaSlice<u32>>>,
     ) -> Result<(), GpuError> {
         self.stream.context().bind_to_thread()?;
+        let abc = match source {
+            Source::Host(abc) => abc,
+            Source::Pce {
+                pce,
+                parts,
+                unsatisfied,
+            } => {
+                let Aux::Compact(witness) = w.aux else {
+                    unreachable!("g1_on_device pairs a PCE with a compact witness")
+                };
+                let lane = Lane {
+                    gpu: self,
+                    stream: &self.copy,
+                };
+                self.upload_on_copy(w.inputs, &mut assignment.inputs)?;
+                self.expand_on(lane, witness, parts, &mut assignment.aux)?;
+                self.evaluate_on(
+                    lane,
+                    &pce,
+                    &assignment.inputs,
+                    &assignment.aux,
+                    &mut vectors,
+                    unsatisfied,
+                )?;
+                let event = self.copy.record_event(None)?;
+                let arrival = Arrival {
+                    event,
+                    buf: assignment,
+                };
+                if assignment_tx.send(arrival).is_err() {
+                    return Ok(());
+                }
+                for buf in vectors {
+                    let event = self.copy.record_event(None)?;
+                    if vector_tx.send(Arrival { event, buf }).is_err() {
+                        break;
+                    }
+                }
+                return Ok(());
+            }
+        };
         let event = self.upload_assignment(w, &mut assignment)?;
         let arrival = Arrival {
             event,
@@ -261,7 +372,7 @@ impl GpuBackend {
         w: &Assignment<'_>,
         to: &mut OnDevice,
     ) -> Result<CudaEvent, GpuError> {
-        self.upload_on_copy(w.aux, &mut to.aux)?;
+        self.upload_on_copy(&w.aux.values(), &mut to.aux)?;
         self.upload_on_copy(w.inputs, &mut to.inputs)?;
         Ok(self.copy.record_event(None)?)
     }
@@ -277,14 +388,14 @@ impl GpuBackend {
     ) -> Result<WitnessWork, GpuError> {
         let (a_len, b_len) = w.query_lengths();
         let g1 = |query: G1Query, len: usize| {
-            self.bases_for::<G1Projective>(query.bases(srs), len, (srs.id, query.name()))
+            self.bases_for::<G1Projective>(query.bases(srs), len, (srs.id.into(), query.name()))
         };
         Ok(WitnessWork {
             l: g1(G1Query::L, w.aux.len())?,
             a: g1(G1Query::A, a_len)?,
             b_g1: g1(G1Query::BG1, b_len)?,
             b_g2: match with_b_g2 {
-                true => self.bases_for::<G2Projective>(&srs.b_g2, b_len, (srs.id, B_G2))?,
+                true => self.bases_for::<G2Projective>(&srs.b_g2, b_len, (srs.id.into(), B_G2))?,
                 false => None,
             },
             with_b_g2,
@@ -666,7 +777,7 @@ mod tests {
         let (full_in, full_aux) = (Density::full(2), Density::full(1000));
         let w = Assignment {
             inputs: &inputs,
-            aux: &aux,
+            aux: aux[..].into(),
             a_aux_density: &full_aux,
             b_input_density: &full_in,
             b_aux_density: &full_aux,

@@ -1,7 +1,8 @@
-//! Device memory: the bases of parameter sets kept resident between proofs, and room for every
-//! call's working memory.
+//! Device memory: the bases of parameter sets, and the matrices of PCEs, kept resident between
+//! proofs, and room for every call's working memory.
 //!
-//! A query's bases are keyed by the set's file ([`SrsId`]) and the query's name. As many stay as
+//! A query's bases are keyed by the set's file ([`SrsId`]) and the query's name, a PCE's
+//! matrices by its [`crate::pce::Pce::id`]. As many stay as
 //! fit while the working memory of the largest call (an h over the largest query's domain and an
 //! MSM over its points) stays free; the least recently used go first. Every call first makes
 //! room for its own working memory, letting resident bases go (never the ones it uses). A query
@@ -19,8 +20,21 @@ use super::msm::{msm_working_bytes, GpuCurve};
 use super::ntt::h_working_bytes;
 use crate::srs::SrsId;
 
-/// A query of a parameter set, as the device keeps it.
-pub(super) type BasesKey = (SrsId, &'static str);
+/// What resident words belong to: a parameter set, or a PCE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Owner {
+    Srs(SrsId),
+    Pce(u64),
+}
+
+impl From<SrsId> for Owner {
+    fn from(id: SrsId) -> Owner {
+        Owner::Srs(id)
+    }
+}
+
+/// A query of a parameter set (or a PCE's matrices), as the device keeps it.
+pub(super) type BasesKey = (Owner, &'static str);
 
 /// Device copies of parameter-set bases.
 #[derive(Default)]
@@ -83,6 +97,22 @@ impl GpuBackend {
         key: BasesKey,
         bases: &[C::Affine],
     ) -> Result<Option<Arc<CudaSlice<u32>>>, DriverError> {
+        let bytes = std::mem::size_of_val(bases);
+        self.resident_words(key, bases.len(), bytes, || {
+            self.upload(bases, words(bases).len())
+        })
+    }
+
+    /// The device buffer under `key`, made by `upload` (`bytes` of it, for a query of `points`
+    /// points or rows) if missing and it fits; None if nothing is kept (`keep_bases`) or it
+    /// cannot fit beside the working memory even after the other entries are let go.
+    pub(super) fn resident_words(
+        &self,
+        key: BasesKey,
+        points: usize,
+        bytes: usize,
+        upload: impl FnOnce() -> Result<CudaSlice<u32>, DriverError>,
+    ) -> Result<Option<Arc<CudaSlice<u32>>>, DriverError> {
         if !self.keep_bases.load(Ordering::Relaxed) {
             return Ok(None);
         }
@@ -93,22 +123,25 @@ impl GpuBackend {
             e.used = now;
             return Ok(Some(e.buf.clone()));
         }
-        r.largest = r.largest.max(bases.len());
-        let bytes = std::mem::size_of_val(bases);
+        r.largest = r.largest.max(points);
         let keep_free = kept_free(r.largest);
         if !self.make_room(&mut r, bytes + keep_free, None)? {
             tracing::info!(
                 gpu = self.info.ordinal,
                 query = key.1,
                 bytes,
-                "bases do not fit on the device: uploaded per call"
+                "does not fit on the device beside the working memory: uploaded per call"
             );
             return Ok(None);
         }
         let clock = Instant::now();
-        let buf = Arc::new(self.upload(bases, words(bases).len())?);
+        let buf = Arc::new(upload()?);
+        let what = match key.0 {
+            Owner::Srs(_) => "bases",
+            Owner::Pce(_) => "pce",
+        };
         self.record(
-            format!("bases {} (resident).upload", key.1),
+            format!("{what} {} (resident).upload", key.1),
             clock,
             bytes as u64,
         )?;
@@ -116,7 +149,7 @@ impl GpuBackend {
             gpu = self.info.ordinal,
             query = key.1,
             bytes,
-            "bases resident on the device"
+            "resident on the device"
         );
         r.entries.push(ResidentBases {
             key,

@@ -18,8 +18,9 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 use msm::MsmStats;
 
+use crate::pce::CompactProof;
 use crate::srs::Srs;
-use crate::synth::{Density, Scalars};
+use crate::synth::{CompactWitness, Density, Heap, Scalars};
 
 /// Time and bytes of one stage of a backend's device work (a transfer, a group of kernels).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -64,7 +65,7 @@ impl G1Query {
 #[derive(Clone, Copy)]
 pub struct Assignment<'a> {
     pub inputs: &'a [Scalar],
-    pub aux: &'a [Scalar],
+    pub aux: Aux<'a>,
     pub a_aux_density: &'a Density,
     pub b_input_density: &'a Density,
     pub b_aux_density: &'a Density,
@@ -95,12 +96,47 @@ impl Assignment<'_> {
     }
 }
 
+/// The aux values of an [`Assignment`]: each one, or the compact witness (a device expands it
+/// where it sums; the host where it must).
+#[derive(Clone, Copy)]
+pub enum Aux<'a> {
+    Values(&'a [Scalar]),
+    Compact(&'a CompactWitness),
+}
+
+impl<'a> From<&'a [Scalar]> for Aux<'a> {
+    fn from(values: &'a [Scalar]) -> Self {
+        Aux::Values(values)
+    }
+}
+
+impl Aux<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Aux::Values(v) => v.len(),
+            Aux::Compact(w) => w.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every value: the slice itself, or the compact witness expanded here.
+    pub fn values(&self) -> std::borrow::Cow<'_, [Scalar]> {
+        match self {
+            Aux::Values(v) => std::borrow::Cow::Borrowed(v),
+            Aux::Compact(w) => std::borrow::Cow::Owned(w.expand()),
+        }
+    }
+}
+
 /// The scalars of a density-compressed query: inputs (all, or those in `input_density`), then the
 /// aux values whose bit is set in `aux_density`.
 fn concat_dense(
     inputs: &[Scalar],
     input_density: Option<&Density>,
-    aux: &[Scalar],
+    aux: Aux<'_>,
     aux_density: &Density,
 ) -> Vec<Scalar> {
     let n_inputs = input_density.map_or(inputs.len(), Density::count);
@@ -109,8 +145,44 @@ fn concat_dense(
         None => out.extend_from_slice(inputs),
         Some(d) => out.extend(d.iter_ones().map(|i| inputs[i])),
     }
-    out.extend(aux_density.iter_ones().map(|i| aux[i]));
+    match aux {
+        Aux::Values(aux) => out.extend(aux_density.iter_ones().map(|i| aux[i])),
+        Aux::Compact(w) => w.gather_into(aux_density.iter_ones(), &mut out),
+    }
     out
+}
+
+/// [`Backend::g1_sums`] of `proof` expanded on the heap (a, b and c by the host's SpMV), its
+/// rows checked first: what a backend that does not compute them itself does.
+pub fn g1_sums_expanded<B: Backend + ?Sized>(
+    backend: &B,
+    srs: &Srs,
+    proof: &CompactProof,
+    b_g2: bool,
+) -> Result<G1Sums, ProveError> {
+    let full = proof.expand(&Heap);
+    match full.unsatisfied_rows() {
+        0 => {}
+        rows => return Err(ProveError::Unsatisfied { rows }),
+    }
+    let crate::synth::SynthesizedProof {
+        a,
+        b,
+        c,
+        inputs,
+        aux,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    } = full;
+    let w = Assignment {
+        inputs: &inputs,
+        aux: Aux::Values(&aux),
+        a_aux_density: &a_aux_density,
+        b_input_density: &b_input_density,
+        b_aux_density: &b_aux_density,
+    };
+    backend.g1_sums(srs, a, b, c, w, b_g2)
 }
 
 /// One query's sum, what its scalars were, and how long it took (its scalars gathered, summed).
@@ -242,6 +314,24 @@ pub trait Backend: Send + Sync {
         })
     }
 
+    /// Whether this backend computes a, b and c of `pce`'s circuits itself, where it sums
+    /// ([`Backend::g1_sums_compact`]): then the engine synthesizes their witnesses alone.
+    fn evaluates(&self, _pce: &crate::pce::Pce) -> bool {
+        false
+    }
+
+    /// [`Backend::g1_sums`] of a compact proof: a, b and c computed from its PCE, and its
+    /// rows checked (a·b = c, else [`ProveError::Unsatisfied`]). By default on the host: the
+    /// proof expanded on the heap.
+    fn g1_sums_compact(
+        &self,
+        srs: &Srs,
+        proof: &CompactProof,
+        b_g2: bool,
+    ) -> Result<G1Sums, ProveError> {
+        g1_sums_expanded(self, srs, proof, b_g2)
+    }
+
     /// L, A and B in G1 over `w` ([`Assignment`]). By default each query's scalars are
     /// gathered on the host and summed by [`Backend::msm_g1_query`]; a device backend moves the
     /// assignment across once and gathers there.
@@ -255,7 +345,7 @@ pub trait Backend: Send + Sync {
                 took: since.elapsed(),
             })
         };
-        let l = timed(G1Query::L, Instant::now(), w.aux)?;
+        let l = timed(G1Query::L, Instant::now(), &w.aux.values())?;
         let clock = Instant::now();
         let a = timed(G1Query::A, clock, &w.a_scalars())?;
         let clock = Instant::now();
@@ -322,4 +412,8 @@ pub enum ProveError {
     DegenerateParameters,
     #[error("device error: {0}")]
     Device(String),
+    /// a·b ≠ c in some rows of a witness whose a, b and c the prover computed from its PCE:
+    /// the PCE is wrong for the circuit (or the witness is).
+    #[error("{rows} rows of the witness through its PCE are unsatisfied")]
+    Unsatisfied { rows: usize },
 }

@@ -13,9 +13,10 @@ use group::{prime::PrimeCurveAffine, Curve};
 use serde::Serialize;
 
 use super::msm::MsmStats;
-use super::{Assignment, Backend, Proof, ProveError};
+use super::{Assignment, Aux, Backend, G1Sums, Proof, ProveError};
+use crate::pce::Synthesized;
 use crate::srs::Srs;
-use crate::synth::SynthesizedProof;
+use crate::synth::{Density, SynthesizedProof};
 
 /// Where one proof's time went, and what its MSMs saw.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -53,7 +54,7 @@ mod secs {
 pub fn prove(
     backend: &dyn Backend,
     srs: &Srs,
-    synth: SynthesizedProof,
+    synth: impl Into<Synthesized>,
     r: Scalar,
     s: Scalar,
 ) -> Result<(Proof<blstrs::Bls12>, ProveTimings), ProveError> {
@@ -94,50 +95,110 @@ impl std::fmt::Debug for Started {
 
 /// The first part of a proof: everything but the join, and but B in G2 unless `with_b_g2` (a
 /// device backend then sums it from the B scalars it gathered for B in G1, beside its other
-/// work). `synth` is consumed and its buffers are freed as they are used.
+/// work). `synth` is consumed and its buffers are freed as they are used. A compact proof's a,
+/// b and c are computed by the backend ([`Backend::g1_sums_compact`]).
 pub fn prove_start(
     backend: &dyn Backend,
     srs: &Srs,
-    synth: SynthesizedProof,
+    synth: impl Into<Synthesized>,
     r: Scalar,
     s: Scalar,
     with_b_g2: bool,
 ) -> Result<Started, ProveError> {
     let start = Instant::now();
-    check_shape(srs, &synth)?;
     let vk = &srs.vk;
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
         return Err(ProveError::DegenerateParameters);
     }
-    let mut t = ProveTimings::default();
-    let SynthesizedProof {
-        a,
-        b,
-        c,
-        inputs,
-        aux,
-        a_aux_density,
-        b_input_density,
-        b_aux_density,
-    } = synth;
+    match synth.into() {
+        Synthesized::Full(synth) => {
+            let SynthesizedProof {
+                a,
+                b,
+                c,
+                inputs,
+                aux,
+                a_aux_density,
+                b_input_density,
+                b_aux_density,
+            } = synth;
+            check_shape(
+                srs,
+                [a.len(), b.len(), c.len()],
+                &inputs,
+                aux.len(),
+                [&a_aux_density, &b_input_density, &b_aux_density],
+            )?;
+            let w = Assignment {
+                inputs: &inputs,
+                aux: Aux::Values(&aux),
+                a_aux_density: &a_aux_density,
+                b_input_density: &b_input_density,
+                b_aux_density: &b_aux_density,
+            };
+            let (sums, b_scalars) =
+                beside_b_scalars(w, with_b_g2, || backend.g1_sums(srs, a, b, c, w, with_b_g2));
+            let started = started(sums?, b_scalars, w, r, s, start);
+            drop((inputs, aux));
+            tracing::debug!(
+                ms = start.elapsed().as_secs_f64() * 1e3,
+                "prove: assignment freed"
+            );
+            Ok(started)
+        }
+        Synthesized::Compact(proof) => {
+            let rows = proof.num_constraints();
+            let densities = proof.densities();
+            check_shape(
+                srs,
+                [rows; 3],
+                &proof.inputs,
+                proof.witness.len(),
+                densities,
+            )?;
+            let [a_aux_density, b_input_density, b_aux_density] = densities;
+            let w = Assignment {
+                inputs: &proof.inputs,
+                aux: Aux::Compact(&proof.witness),
+                a_aux_density,
+                b_input_density,
+                b_aux_density,
+            };
+            let (sums, b_scalars) = beside_b_scalars(w, with_b_g2, || {
+                backend.g1_sums_compact(srs, &proof, with_b_g2)
+            });
+            Ok(started(sums?, b_scalars, w, r, s, start))
+        }
+    }
+}
 
-    let w = Assignment {
-        inputs: &inputs,
-        aux: &aux,
-        a_aux_density: &a_aux_density,
-        b_input_density: &b_input_density,
-        b_aux_density: &b_aux_density,
-    };
-    // B's scalars, kept for a finish that sums B in G2, are gathered on another core meanwhile.
-    let (sums, b_scalars) = std::thread::scope(|scope| {
+/// `sums`, and meanwhile on another core B's scalars, kept for a finish that sums B in G2
+/// (unless `with_b_g2`).
+fn beside_b_scalars(
+    w: Assignment<'_>,
+    with_b_g2: bool,
+    sums: impl FnOnce() -> Result<G1Sums, ProveError>,
+) -> (Result<G1Sums, ProveError>, Option<Vec<Scalar>>) {
+    std::thread::scope(|scope| {
         let b_scalars = (!with_b_g2).then(|| scope.spawn(|| w.b_scalars()));
-        let sums = backend.g1_sums(srs, a, b, c, w, with_b_g2);
+        let sums = sums();
         let b_scalars =
             b_scalars.map(|gather| gather.join().expect("gathering B's scalars does not panic"));
         (sums, b_scalars)
-    });
-    let sums = sums?;
+    })
+}
+
+/// The started proof of `sums`, B in G2 summed with them or its scalars kept.
+fn started(
+    sums: G1Sums,
+    b_scalars: Option<Vec<Scalar>>,
+    w: Assignment<'_>,
+    r: Scalar,
+    s: Scalar,
+    start: Instant,
+) -> Started {
     tracing::debug!(ms = start.elapsed().as_secs_f64() * 1e3, "prove: sums back");
+    let mut t = ProveTimings::default();
     let b_g2 = match (sums.b_g2, b_scalars) {
         (Some(summed), _) => {
             t.msm_b_g2 = summed.took;
@@ -152,10 +213,8 @@ pub fn prove_start(
     (t.msm_l, t.l_scalars) = (witness.l.took, witness.l.stats);
     (t.msm_a, t.a_scalars) = (witness.a.took, witness.a.stats);
     (t.msm_b_g1, t.b_scalars) = (witness.b_g1.took, witness.b_g1.stats);
-    drop((inputs, aux));
     t.total = start.elapsed();
-    tracing::debug!(ms = t.total.as_secs_f64() * 1e3, "prove: assignment freed");
-    Ok(Started {
+    Started {
         r,
         s,
         h_sum,
@@ -164,7 +223,7 @@ pub fn prove_start(
         b_g1_sum: witness.b_g1.sum,
         b_g2,
         timings: t,
-    })
+    }
 }
 
 impl Started {
@@ -232,26 +291,35 @@ impl Started {
     }
 }
 
-fn check_shape(srs: &Srs, p: &SynthesizedProof) -> Result<(), ProveError> {
+/// The parameters fit a proof of `abc` evaluations, `inputs`, `aux` values and `densities`
+/// (A's aux, B's inputs, B's aux).
+fn check_shape(
+    srs: &Srs,
+    abc: [usize; 3],
+    inputs: &[Scalar],
+    aux: usize,
+    densities: [&Density; 3],
+) -> Result<(), ProveError> {
     let mismatch = |what: &str, have: usize, want: usize| {
         Err(ProveError::ShapeMismatch(format!(
             "{what}: parameters have {have}, circuit needs {want}"
         )))
     };
-    if p.a.len() != p.b.len() || p.a.len() != p.c.len() {
-        return mismatch("a/b/c evaluations", p.b.len(), p.a.len());
+    let [a_aux_density, b_input_density, b_aux_density] = densities;
+    if abc[0] != abc[1] || abc[0] != abc[2] {
+        return mismatch("a/b/c evaluations", abc[1], abc[0]);
     }
-    if srs.vk.ic.len() != p.inputs.len() {
-        return mismatch("public inputs (ic)", srs.vk.ic.len(), p.inputs.len());
+    if srs.vk.ic.len() != inputs.len() {
+        return mismatch("public inputs (ic)", srs.vk.ic.len(), inputs.len());
     }
-    if srs.l.len() != p.aux.len() {
-        return mismatch("aux variables (l)", srs.l.len(), p.aux.len());
+    if srs.l.len() != aux {
+        return mismatch("aux variables (l)", srs.l.len(), aux);
     }
-    let a_len = p.inputs.len() + p.a_aux_density.count();
+    let a_len = inputs.len() + a_aux_density.count();
     if srs.a.len() != a_len {
         return mismatch("A query bases (a)", srs.a.len(), a_len);
     }
-    let b_len = p.b_input_density.count() + p.b_aux_density.count();
+    let b_len = b_input_density.count() + b_aux_density.count();
     if srs.b_g1.len() != b_len || srs.b_g2.len() != b_len {
         return mismatch(
             "B query bases (b_g1/b_g2)",
@@ -259,11 +327,11 @@ fn check_shape(srs: &Srs, p: &SynthesizedProof) -> Result<(), ProveError> {
             b_len,
         );
     }
-    if p.a_aux_density.len() != p.aux.len()
-        || p.b_aux_density.len() != p.aux.len()
-        || p.b_input_density.len() != p.inputs.len()
+    if a_aux_density.len() != aux
+        || b_aux_density.len() != aux
+        || b_input_density.len() != inputs.len()
     {
-        return mismatch("density lengths", p.a_aux_density.len(), p.aux.len());
+        return mismatch("density lengths", a_aux_density.len(), aux);
     }
     Ok(())
 }

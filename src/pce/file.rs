@@ -426,6 +426,7 @@ pub fn load(path: &Path, id: &str, hash: &[u8; 32]) -> Result<Pce, FileError> {
     };
     let shape = header.shape;
     let pce = Pce {
+        id: super::next_id(),
         shape,
         a_aux_density: density(&layout.densities[0], shape.aux)?,
         b_input_density: density(&layout.densities[1], shape.inputs)?,

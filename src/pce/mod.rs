@@ -5,14 +5,17 @@
 //! matrix-vector products ([`Pce::synthesize`]). The result is the same [`SynthesizedProof`]
 //! the full path makes, value for value and bit for bit in the densities.
 
+mod compact;
 pub mod file;
 mod record;
 pub mod store;
 
+pub use compact::{CompactProof, HoldsPce, Synthesized};
 pub use record::record;
 pub use store::{Obtained, PceKey, PceStore};
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 
 use bellpepper_core::{
@@ -71,6 +74,8 @@ enum Arrays {
 
 /// A circuit kind's matrices, densities and coefficient table.
 pub struct Pce {
+    /// This PCE among those the process made or loaded ([`Pce::id`]).
+    id: u64,
     shape: Shape,
     arrays: Arrays,
     /// Distinct coefficients; index 0 is ONE and 1 is minus ONE.
@@ -109,7 +114,19 @@ pub enum PceError {
     },
 }
 
+/// A new [`Pce::id`].
+pub(crate) fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 impl Pce {
+    /// Tells this PCE from every other the process has recorded or loaded: a device may keep
+    /// its matrices under it.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     pub fn shape(&self) -> Shape {
         self.shape
     }
@@ -242,7 +259,7 @@ impl Pce {
 
     /// The synthesized proof of a witness of this PCE's shape (`witness` checks it):
     /// a/b/c = A·z, B·z, C·z with z = (inputs, aux).
-    fn evaluate(
+    pub(crate) fn evaluate(
         &self,
         inputs: Vec<Scalar>,
         aux: Scalars,
@@ -275,6 +292,7 @@ impl Pce {
 impl Pce {
     /// This PCE with every C coefficient made minus ONE: the same shape, the wrong circuit.
     pub(crate) fn tampered(mut self) -> Pce {
+        self.id = next_id();
         if let Arrays::Owned(ms) = &mut self.arrays {
             ms[2].coeffs.iter_mut().for_each(|k| *k = 1);
         }

@@ -141,6 +141,7 @@ impl RecordingSystem {
             coeffs: r.coeffs,
         });
         Ok(Pce {
+            id: super::next_id(),
             shape: Shape {
                 inputs: self.inputs,
                 aux: self.aux,

@@ -125,19 +125,48 @@ impl CompactWitness {
     /// The witness as 32-byte values, expanded on every core.
     pub fn expand(&self) -> Vec<Scalar> {
         let mut out = vec![Scalar::ZERO; self.len];
+        self.expand_into(&mut out);
+        out
+    }
+
+    /// The witness as 32-byte values into `out` (as long as the witness), on every core.
+    pub fn expand_into(&self, out: &mut [Scalar]) {
+        assert_eq!(
+            out.len(),
+            self.len,
+            "expanded into a slice of another length"
+        );
         out.par_chunks_mut(CODES_PER_WORD)
             .zip(&self.codes)
             .for_each(|(values, &word)| {
                 for (slot, v) in values.iter_mut().enumerate() {
-                    if (word >> (2 * slot)) & 3 == ONE {
-                        *v = Scalar::ONE;
-                    }
+                    *v = match (word >> (2 * slot)) & 3 {
+                        ONE => Scalar::ONE,
+                        _ => Scalar::ZERO,
+                    };
                 }
             });
         for (&i, &v) in self.other_index.iter().zip(&self.other_value) {
             out[i as usize] = v;
         }
-        out
+    }
+
+    /// Appends the values at `indices` (increasing) to `out`: one walk of the codes and the
+    /// other values' list.
+    pub fn gather_into(&self, indices: impl Iterator<Item = usize>, out: &mut Vec<Scalar>) {
+        let mut k = 0;
+        for i in indices {
+            out.push(match self.code(i) {
+                ZERO => Scalar::ZERO,
+                ONE => Scalar::ONE,
+                _ => {
+                    while self.other_index[k] < i as u32 {
+                        k += 1;
+                    }
+                    self.other_value[k]
+                }
+            });
+        }
     }
 
     /// Heap bytes held.
@@ -187,6 +216,22 @@ mod tests {
             let ones = values.iter().filter(|v| **v == Scalar::ONE).count();
             assert_eq!(w.counts(), (zeros, ones, n - zeros - ones));
         }
+    }
+
+    #[test]
+    fn gathering_by_increasing_index_and_expanding_over_old_values_give_the_values() {
+        let values = mixed(1000, 9);
+        let w = compact(&values);
+        let picked: Vec<usize> = (0..1000).filter(|i| i % 3 != 1).collect();
+        let mut out = vec![Scalar::from(5u64)];
+        w.gather_into(picked.iter().copied(), &mut out);
+        let want: Vec<Scalar> = std::iter::once(Scalar::from(5u64))
+            .chain(picked.iter().map(|&i| values[i]))
+            .collect();
+        assert_eq!(out, want);
+        let mut dirty = vec![Scalar::from(7u64); 1000];
+        w.expand_into(&mut dirty);
+        assert_eq!(dirty, values);
     }
 
     #[test]

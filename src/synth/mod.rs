@@ -134,6 +134,8 @@ pub enum SynthPath {
     /// The PCE's result was refused (unsatisfied rows, a shape that does not fit, a panic) and
     /// the full path, tried next, succeeded: the PCE is wrong for this circuit.
     FullAfterPce,
+    /// The witness only, kept compact: a/b/c are computed where the proof is made.
+    Compact,
 }
 
 impl SynthPath {
@@ -141,6 +143,7 @@ impl SynthPath {
         match self {
             SynthPath::Full | SynthPath::FullAfterPce => "full",
             SynthPath::Pce => "pce",
+            SynthPath::Compact => "compact",
         }
     }
 }

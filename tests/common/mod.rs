@@ -87,6 +87,8 @@ pub fn stderr(out: &Output) -> String {
 /// asserts the two proofs are the same bytes, and returns ours. The PCE path (matrices recorded
 /// from the blank circuit into a fresh store) must give the same synthesized proof, value for
 /// value, and the same proof bytes.
+pub use cuzk::circuits::Through;
+
 pub fn assert_identical_to_bellperson(
     job: &dyn cuzk::circuits::oracle::OracleJob,
     k: usize,
@@ -99,19 +101,34 @@ pub fn assert_identical_to_bellperson(
     let pce_dir = tempfile::tempdir().unwrap();
     let store = cuzk::pce::PceStore::open(pce_dir.path()).unwrap();
     let (pce, _) = job.circuit_id().obtain_pce(&store, false).unwrap();
+    let pce = std::sync::Arc::new(pce);
     let (fast, synth_path) = job
-        .synthesize_with(k, Some(&pce), &cuzk::synth::Heap)
+        .synthesize_with(k, Through::Pce(&pce), &cuzk::synth::Heap)
         .unwrap();
-    drop(pce);
     assert_eq!(synth_path, cuzk::synth::SynthPath::Pce, "{kind}");
+    let fast = fast.into_full();
     assert!(
         fast == synth,
         "{kind}: the PCE path made another synthesized proof"
+    );
+    // The witness alone, a, b and c computed by the prover (the CPU's: expanded on the host).
+    let shared: std::sync::Arc<dyn cuzk::pce::HoldsPce> = pce;
+    let (compact, synth_path) = job
+        .synthesize_with(k, Through::Compact(&shared), &cuzk::synth::Heap)
+        .unwrap();
+    drop(shared);
+    assert_eq!(synth_path, cuzk::synth::SynthPath::Compact, "{kind}");
+    assert!(
+        compact.heap_bytes() * 4 < synth.heap_bytes(),
+        "{kind}: a compact witness of {} bytes beside {} of a, b, c and aux",
+        compact.heap_bytes(),
+        synth.heap_bytes()
     );
     let srs = cuzk::srs::Srs::read(&path).unwrap();
     let backend = cuzk::groth16::CpuBackend;
     let (ours, _) = cuzk::groth16::prove(&backend, &srs, synth, r, s).unwrap();
     let (through_pce, _) = cuzk::groth16::prove(&backend, &srs, fast, r, s).unwrap();
+    let (through_compact, _) = cuzk::groth16::prove(&backend, &srs, compact, r, s).unwrap();
     drop(srs);
     let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
     let params = bellperson::groth16::Parameters::read(file, false).unwrap();
@@ -130,6 +147,11 @@ pub fn assert_identical_to_bellperson(
         bytes(&through_pce),
         bytes(&ours),
         "{kind}: the PCE path proved other bytes"
+    );
+    assert_eq!(
+        bytes(&through_compact),
+        bytes(&ours),
+        "{kind}: the compact witness proved other bytes"
     );
     ours
 }
