@@ -27,7 +27,7 @@ use super::{Gpu, GpuInfo};
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
 use crate::groth16::{
-    g1_sums_expanded, Assignment, Aux, Backend, G1Query, G1Sums, ProveError, StageTime, WitnessSums,
+    g1_sums_expanded, Assignment, Backend, G1Query, G1Sums, ProveError, StageTime, WitnessSums,
 };
 use crate::memory::PinnedPool;
 use crate::pce::{CompactProof, Pce};
@@ -501,14 +501,7 @@ impl Backend for GpuBackend {
         if !self.evaluates_pce(proof.pce()) || !h_fits {
             return g1_sums_expanded(self, srs, proof, b_g2);
         }
-        let [a_aux_density, b_input_density, b_aux_density] = proof.densities();
-        let w = Assignment {
-            inputs: &proof.inputs,
-            aux: Aux::Compact(&proof.witness),
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        };
+        let w = Assignment::compact(proof);
         self.g1_on_device(srs, Evaluations::Pce(proof.pce()), w, b_g2)
             .map_err(|e| e.on(&self.info))
     }

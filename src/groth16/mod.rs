@@ -71,7 +71,19 @@ pub struct Assignment<'a> {
     pub b_aux_density: &'a Density,
 }
 
-impl Assignment<'_> {
+impl<'a> Assignment<'a> {
+    /// The assignment of a compact proof: its inputs, its compact witness, its PCE's densities.
+    pub fn compact(proof: &'a CompactProof) -> Assignment<'a> {
+        let [a_aux_density, b_input_density, b_aux_density] = proof.densities();
+        Assignment {
+            inputs: &proof.inputs,
+            aux: Aux::Compact(&proof.witness),
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        }
+    }
+
     /// A's scalars: every input, then the aux values in A's density.
     pub fn a_scalars(&self) -> Vec<Scalar> {
         concat_dense(self.inputs, None, self.aux, self.a_aux_density)

@@ -156,14 +156,7 @@ pub fn prove_start(
                 proof.witness.len(),
                 densities,
             )?;
-            let [a_aux_density, b_input_density, b_aux_density] = densities;
-            let w = Assignment {
-                inputs: &proof.inputs,
-                aux: Aux::Compact(&proof.witness),
-                a_aux_density,
-                b_input_density,
-                b_aux_density,
-            };
+            let w = Assignment::compact(&proof);
             let (sums, b_scalars) = beside_b_scalars(w, with_b_g2, || {
                 backend.g1_sums_compact(srs, &proof, with_b_g2)
             });

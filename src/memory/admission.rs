@@ -173,25 +173,24 @@ impl Admission {
     /// sets held and the partition at the head of the queue, with no hold queued
     /// ([`Dispatcher::try_hold`]); never blocks.
     pub fn try_hold(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Option<Hold> {
-        let mut st = self.lock();
-        if !st.dispatcher.try_hold(bytes) {
-            return None;
-        }
-        st.held[purpose as usize] += bytes;
-        Some(Hold {
-            admission: self.clone(),
-            bytes,
-            purpose,
-            aside: false,
-        })
+        self.hold_now(purpose, bytes, false)
     }
 
     /// Sets `bytes` for `purpose` aside for as long as the returned hold lives (memory the
     /// process keeps page-locked), if they fit now ([`Dispatcher::set_aside`]); never blocks.
     /// Work then fits in the rest of the budget, [`Admission::budget`].
     pub fn set_aside(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Option<Hold> {
+        self.hold_now(purpose, bytes, true)
+    }
+
+    /// [`Admission::try_hold`], or with `aside` [`Admission::set_aside`].
+    fn hold_now(self: &Arc<Self>, purpose: Purpose, bytes: u64, aside: bool) -> Option<Hold> {
         let mut st = self.lock();
-        if !st.dispatcher.set_aside(bytes) {
+        let taken = match aside {
+            true => st.dispatcher.set_aside(bytes),
+            false => st.dispatcher.try_hold(bytes),
+        };
+        if !taken {
             return None;
         }
         st.held[purpose as usize] += bytes;
@@ -199,7 +198,7 @@ impl Admission {
             admission: self.clone(),
             bytes,
             purpose,
-            aside: true,
+            aside,
         })
     }
 
