@@ -123,7 +123,7 @@ impl Metrics {
             ),
             syntheses: counter_by(
                 "cuzk_syntheses_total",
-                "Partitions synthesized, by path: pce (witness + SpMV) or full",
+                "Partitions synthesized, by path: pce (witness + SpMV), compact (the witness alone, a, b, c computed by the prover) or full",
                 &["kind", "path"],
             ),
             pce_lookups: counter_by(
@@ -185,7 +185,7 @@ impl Metrics {
             ),
             synthesis_buffer_bytes: counter_by(
                 "cuzk_synthesis_buffer_bytes_total",
-                "Bytes of synthesized a, b, c and aux vectors, by place: pinned (lent from the page-locked pool) or heap (unpooled; flat while the pool is sized right)",
+                "Bytes of synthesized a, b, c and aux vectors, by place: pinned (lent from the page-locked pool) or heap (unpooled; flat while the pool is sized right); compact: compact witnesses kept in their place",
                 &["kind", "place"],
             ),
             pinned_pool_bytes: gauge(

@@ -393,17 +393,25 @@ impl Partitions<'_> {
         Ok((proof, secs))
     }
 
-    /// Counts where `synth`'s large vectors are: lent from the pool, or on the heap (a compact
-    /// witness is on the heap).
+    /// Counts where `synth`'s large vectors are: lent from the pool, or on the heap; or that it
+    /// is a compact witness (on the heap, in place of them).
     fn count_buffers(&self, kind: &str, synth: &Synthesized) {
-        let heap = match synth {
-            Synthesized::Full(synth) => [&synth.a, &synth.b, &synth.c, &synth.aux]
-                .iter()
-                .map(|v| v.heap_bytes())
-                .sum(),
-            Synthesized::Compact(proof) => proof.witness.heap_bytes(),
+        let (heap, compact) = match synth {
+            Synthesized::Full(synth) => (
+                [&synth.a, &synth.b, &synth.c, &synth.aux]
+                    .iter()
+                    .map(|v| v.heap_bytes())
+                    .sum(),
+                0,
+            ),
+            Synthesized::Compact(proof) => (0, proof.witness.heap_bytes()),
         };
-        for (place, bytes) in [("pinned", synth.lent_bytes()), ("heap", heap)] {
+        let places = [
+            ("pinned", synth.lent_bytes()),
+            ("heap", heap),
+            ("compact", compact),
+        ];
+        for (place, bytes) in places {
             self.metrics
                 .synthesis_buffer_bytes
                 .with_label_values(&[kind, place])
@@ -785,6 +793,12 @@ mod tests {
             let out = run_through(&bench, job, 2, Finish::Prover, None, None, Some(pce));
             assert!(out.result.is_ok(), "the job failed");
             assert_eq!(out.wrong_pce, wrong, "the wrong PCE reported once");
+            if wrong == 0 {
+                assert_eq!(
+                    out.heap_bytes, 0,
+                    "no a, b, c or aux synthesized on the heap"
+                );
+            }
             let compact = intervals(&out.log, "compact").len();
             assert_eq!(compact as u64, out.compact_syntheses);
             if wrong == 0 {
