@@ -224,7 +224,7 @@ impl Tester<'_> {
             let path = dir.path().join("synthetic.params");
             let mut bytes = Vec::new();
             params.write(&mut bytes)?;
-            std::fs::write(&path, bytes)?;
+            crate::persist::write_atomic(&path, &bytes)?;
             let srs = crate::srs::Srs::read(&path)?;
             let pce: std::sync::Arc<dyn HoldsPce> = std::sync::Arc::new(crate::pce::record(
                 SyntheticCircuit::new(3, rows, 1000 + log as u64),
