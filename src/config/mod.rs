@@ -166,7 +166,8 @@ pub struct ProvingConfig {
     pub pce: bool,
     /// Where every GPU can hold a circuit's PCE, keep each partition as its compact witness
     /// until the prover, and compute a, b and c on the GPU (else by the host's SpMV right
-    /// after the witness).
+    /// after the witness). Off by default until the GPU path has been checked on a device
+    /// (`cuzk selftest --gpu --only spmv,compact`, `cuzk bench prove --compact`).
     pub compact_witness: bool,
 }
 
@@ -212,7 +213,7 @@ impl Default for ProvingConfig {
             gpus: Vec::new(),
             finish: Finish::default(),
             pce: true,
-            compact_witness: true,
+            compact_witness: false,
         }
     }
 }
