@@ -23,7 +23,7 @@ use rand::rngs::OsRng;
 use super::ledger::{Held, Ledger, Stage};
 use super::lock;
 use super::pooled::{lease, PoolBuffers};
-use super::provers::ProverSlots;
+use super::provers::{ProverSlot, ProverSlots};
 use super::run::{internal, refused, Ending};
 use super::sets::Loaded;
 use crate::circuits::{ProofJob, Through};
@@ -337,32 +337,47 @@ impl Partitions<'_> {
             );
         }
 
+        if path == SynthPath::Compact {
+            // What the compact witness holds, and B's scalars if the prover's call gathers them
+            // on the host: the rest of the estimate goes back while it waits for the prover.
+            let b_scalars = match self.finish {
+                Finish::Held => 0,
+                Finish::Prover | Finish::Cpu => run.srs.b_g1.len() * 32,
+            };
+            reservation.settle_to((bytes + b_scalars) as u64);
+        }
+
         step(Step::WaitingForProver)?;
-        let slot = self
+        let mut slot = self
             .slots
             .acquire(self.priority, &run.stop)
             .map_err(|_| Ending::Cancelled)?;
         reservation.reached_prover();
         step(Step::Proving)?;
         let entry = entry.move_to(Stage::Proving, held);
-        let backend = &self.backends[slot.id() % self.backends.len()];
         let failed = |e| internal(format!("partition {k}: {e}"));
         let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
         let with_b_g2 = self.finish == Finish::Held;
+        let backend = &self.backends[slot.id() % self.backends.len()];
+        let mut again = None;
         let started = match prove_start(backend.as_ref(), run.srs, synth, r, s, with_b_g2) {
             // The prover found rows of the compact witness unsatisfied: the PCE is wrong for
             // the circuit (as the full path, tried now, says by succeeding) or the input is.
             Err(ProveError::Unsatisfied { rows }) if path == SynthPath::Compact => {
                 tracing::warn!(partition = k, rows, "rows unsatisfied through the PCE on the prover: synthesized again on the full path");
-                let (synth, _) = run.job.synthesize_with(k, Through::Full, &Heap)?;
                 if lock(&run.pce).take().is_some() {
                     (run.on_wrong_pce)();
                 }
-                prove_start(backend.as_ref(), run.srs, synth, r, s, with_b_g2)
+                let (full, next) = self.again_in_full(run, k, slot)?;
+                slot = next;
+                let started = prove_start(self.backend(&slot), run.srs, full.0, r, s, with_b_g2);
+                again = Some(full.1);
+                started
             }
             started => started,
         }
         .map_err(failed)?;
+        let backend = &self.backends[slot.id() % self.backends.len()];
         // Split: the next partition's device work starts now, beside this one's finish.
         let finisher: &dyn Backend = match self.finish {
             Finish::Held | Finish::Prover => backend.as_ref(),
@@ -384,13 +399,40 @@ impl Partitions<'_> {
         );
         reservation.shrink_to(left as u64);
         let (proof, timings) = started.finish(finisher, run.srs).map_err(failed)?;
-        drop((entry, slot, reservation));
+        drop((entry, slot, reservation, again));
         let secs = timings.total.as_secs_f64();
         self.metrics
             .prove_seconds
             .with_label_values(&[kind])
             .observe(secs);
         Ok((proof, secs))
+    }
+
+    fn backend(&self, slot: &ProverSlot) -> &dyn Backend {
+        self.backends[slot.id() % self.backends.len()].as_ref()
+    }
+
+    /// Partition `k` synthesized again on the full path on the heap, under a reservation of
+    /// its own (the compact one gave its estimate back): the prover slot goes back while that
+    /// waits for the budget, so the partitions ahead can finish; then a slot again.
+    fn again_in_full(
+        &self,
+        run: &Run<'_>,
+        k: usize,
+        slot: ProverSlot,
+    ) -> Result<((Synthesized, Reservation), ProverSlot), Ending> {
+        drop(slot);
+        let mut reservation = self
+            .admission
+            .admit(self.priority, self.estimate, &run.stop)
+            .map_err(refused)?;
+        let (synth, _) = run.job.synthesize_with(k, Through::Full, &Heap)?;
+        let slot = self
+            .slots
+            .acquire(self.priority, &run.stop)
+            .map_err(|_| Ending::Cancelled)?;
+        reservation.reached_prover();
+        Ok(((synth, reservation), slot))
     }
 
     /// Counts where `synth`'s large vectors are: lent from the pool, or on the heap; or that it

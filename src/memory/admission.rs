@@ -353,7 +353,16 @@ impl Reservation {
     /// Gives back what the partition no longer holds, keeping `bytes` (no more than now).
     /// Only a partition that reached the prover shrinks: before, its buffers still grow.
     pub fn shrink_to(&mut self, bytes: u64) {
-        if self.ahead || bytes >= self.bytes {
+        if !self.ahead {
+            self.settle_to(bytes);
+        }
+    }
+
+    /// Gives back what a finished synthesis does not hold, keeping `bytes` (no more than
+    /// now), whether or not it reached the prover: its buffers no longer grow (a compact
+    /// witness waiting for the prover).
+    pub fn settle_to(&mut self, bytes: u64) {
+        if bytes >= self.bytes {
             return;
         }
         let a = &self.admission;
@@ -529,6 +538,27 @@ mod tests {
         let s = a.snapshot();
         assert_eq!((s.reserved_bytes, s.held_bytes), (0, 0));
         assert_eq!(a.budget(), 100);
+    }
+
+    #[test]
+    fn a_settled_reservation_gives_its_bytes_back_but_still_counts_ahead_of_the_prover() {
+        let a = Admission::new(100, 1);
+        let no = AtomicBool::new(false);
+        let mut compact = a.admit(0, 90, &no).unwrap();
+        compact.settle_to(5);
+        let s = a.snapshot();
+        assert_eq!((s.reserved_bytes, s.ahead_of_prover), (5, 1));
+        // The bytes are free, the depth is not: a second partition waits for the first to
+        // reach the prover.
+        let a2 = a.clone();
+        let second = std::thread::spawn(move || a2.admit(0, 90, &AtomicBool::new(false)));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(a.snapshot().waiting_partitions, 1);
+        compact.reached_prover();
+        let second = second.join().unwrap().unwrap();
+        assert_eq!(a.snapshot().reserved_bytes, 95);
+        drop((compact, second));
+        assert_eq!(a.snapshot().reserved_bytes, 0);
     }
 
     #[test]
