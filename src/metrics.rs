@@ -118,7 +118,7 @@ impl Metrics {
             },
             gpu_resident_bytes: gauge(
                 "cuzk_gpu_resident_bytes",
-                "Device bytes of parameter-set bases kept resident between proofs, per GPU",
+                "Device bytes of parameter-set bases and PCE matrices kept resident between proofs, per GPU",
                 &["gpu"],
             ),
             syntheses: counter_by(

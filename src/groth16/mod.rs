@@ -402,7 +402,8 @@ pub trait Backend: Send + Sync {
         Ok(None)
     }
 
-    /// Device bytes of parameter-set bases kept resident between proofs; None on the CPU.
+    /// Device bytes of parameter-set bases and PCE matrices kept resident between proofs; None
+    /// on the CPU.
     fn device_resident_bytes(&self) -> Option<u64> {
         None
     }
