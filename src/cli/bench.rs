@@ -523,6 +523,7 @@ fn bench_synth(
         paths.push((Through::Full, SynthPath::Full));
     }
     let mut held = vec![0; paths.len()];
+    let mut witness_mix = serde_json::Value::Null;
     let mut seconds = vec![Vec::new(); paths.len()];
     let mut peaks = vec![Vec::new(); paths.len()];
     let mut digests = vec![None; paths.len()];
@@ -544,8 +545,12 @@ fn bench_synth(
                 );
             }
             held[i] = synth.heap_bytes();
-            if path != SynthPath::Compact {
-                synthesized_bytes = synth.heap_bytes();
+            match &synth {
+                crate::pce::Synthesized::Compact(proof) => {
+                    let (zeros, ones, others) = proof.witness.counts();
+                    witness_mix = json!({"zeros": zeros, "ones": ones, "others": others});
+                }
+                crate::pce::Synthesized::Full(_) => synthesized_bytes = synth.heap_bytes(),
             }
             digests[i].get_or_insert_with(|| digest(&synth.into_full()));
         }
@@ -570,6 +575,7 @@ fn bench_synth(
             "coefficients": pce.coefficients().len(),
         },
         "synthesized_bytes": synthesized_bytes,
+        "witness_mix": witness_mix,
     });
     for (i, (_, path)) in paths.iter().enumerate() {
         report[path.as_str()] = json!({

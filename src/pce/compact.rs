@@ -55,7 +55,9 @@ impl CompactProof {
         pce: Arc<dyn HoldsPce>,
         circuit: C,
     ) -> Result<CompactProof, PceError> {
-        let (inputs, witness) = pce.pce().compact_witness(circuit)?;
+        let (inputs, mut witness) = pce.pce().compact_witness(circuit)?;
+        // It waits for the prover as it is: no room kept that nothing will use.
+        witness.shrink_to_fit();
         Ok(CompactProof {
             pce,
             inputs,

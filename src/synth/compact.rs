@@ -110,6 +110,14 @@ impl CompactWitness {
         }
     }
 
+    /// Gives back the room reserved and not used (the other values' lists are reserved for a
+    /// few percent of the values up front).
+    pub fn shrink_to_fit(&mut self) {
+        self.codes.shrink_to_fit();
+        self.other_index.shrink_to_fit();
+        self.other_value.shrink_to_fit();
+    }
+
     /// (zeros, ones, others).
     pub fn counts(&self) -> (usize, usize, usize) {
         let others = self.other_index.len();
