@@ -714,8 +714,14 @@ mod tests {
         run_through(bench, job, depth, finish, cancel_after, pool, None)
     }
 
-    /// `run_with`, the job's run given `pce` (loaded) and a backend that says it computes a,
-    /// b and c itself where a PCE is given.
+    /// A run given a PCE, with a backend that computes a, b and c itself, under `budget`.
+    struct Compact {
+        pce: Pce,
+        budget: u64,
+    }
+
+    /// `run_with`, the job's run given `compact`'s PCE (loaded) and a backend that says it
+    /// computes a, b and c itself, under its budget.
     fn run_through(
         bench: &Bench,
         job: SyntheticJob,
@@ -723,13 +729,15 @@ mod tests {
         finish: Finish,
         cancel_after: Option<Duration>,
         pool: Option<&Arc<PinnedPool>>,
-        pce: Option<Pce>,
+        compact: Option<Compact>,
     ) -> Outcome {
         let log = job.log.clone();
         let leased_before = pool.map(|p| p.status().leased_bytes);
         let metrics = Metrics::new();
         let ledger = Ledger::new(Arc::new(Metrics::new()));
-        let admission = Admission::new(1 << 40, depth);
+        let budget = compact.as_ref().map_or(1 << 40, |c| c.budget);
+        let admission = Admission::new(budget, depth);
+        let pce = compact.map(|c| c.pce);
         let slots = ProverSlots::new(1);
         let backends: Vec<Arc<dyn Backend>> = vec![Arc::new(SlowG2 {
             g2: Duration::from_millis(300),
@@ -832,7 +840,11 @@ mod tests {
                 pce: None,
                 log: Arc::default(),
             };
-            let out = run_through(&bench, job, 2, Finish::Prover, None, None, Some(pce));
+            let compact = Compact {
+                pce,
+                budget: 1 << 40,
+            };
+            let out = run_through(&bench, job, 2, Finish::Prover, None, None, Some(compact));
             assert!(out.result.is_ok(), "the job failed");
             assert_eq!(out.wrong_pce, wrong, "the wrong PCE reported once");
             if wrong == 0 {
@@ -853,6 +865,36 @@ mod tests {
                 assert!(compact >= 1, "the first partition went compact");
             }
         }
+    }
+
+    /// A compact partition gives back its estimate once synthesized: under a budget of one
+    /// and a half partitions, the next partition synthesizes while the first is on the prover
+    /// (a full one would keep its estimate until its call is done, and the next would wait).
+    #[test]
+    fn a_compact_partition_waiting_for_the_prover_leaves_the_budget_to_the_next_fake_device() {
+        let bench = bench();
+        let job = SyntheticJob {
+            partitions: 3,
+            fails: None,
+            pce: None,
+            log: Arc::default(),
+        };
+        let pce = crate::pce::record(circuit(99)).unwrap();
+        let budget = pce.bytes() + (3 << 20) / 2;
+        let compact = Compact { pce, budget };
+        let out = run_through(&bench, job, 2, Finish::Prover, None, None, Some(compact));
+        assert!(out.result.is_ok(), "the job failed");
+        let synthesis: Vec<_> = out
+            .log
+            .iter()
+            .filter(|e| e.0 == "synthesis" && e.1 > 0)
+            .map(|e| (e.2, e.3))
+            .collect();
+        let proving = intervals(&out.log, "compact");
+        let overlap = synthesis
+            .iter()
+            .any(|s| proving.iter().any(|p| s.0 < p.1 && p.0 < s.1));
+        assert!(overlap, "no partition synthesized while another was proved");
     }
 
     #[test]
