@@ -160,3 +160,55 @@ fn two_processes_racing_extract_once_and_both_get_the_good_file() {
     assert!(temp_files(dir.path()).is_empty());
     assert_eq!(extract(dir.path())["extracted"], false, "the file is good");
 }
+
+/// The reservation the engine admits a partition with bounds what its synthesis takes, on
+/// every path: `cuzk bench synth` (a process of its own, so its peak RSS is the synthesis's)
+/// measures one synthesis per path, its peak RSS growth and what it holds after, for a PoRep
+/// (its witness nearly all bits) and a WinningPoSt (nearly all hashes: the compact witness's
+/// worst case).
+#[test]
+fn each_synthesis_paths_reservation_bounds_its_measured_peak_porep_and_winning_post() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["bench", "synth", "--kinds", "porep-c2,winning-post"])
+        .args(["--compare", "full", "--runs", "1", "--pce-dir"])
+        .arg(dir.path())
+        .env("CUZK_LOG", "warn")
+        .env("FIL_PROOFS_PARAMETER_CACHE", common::params_dir())
+        .output()
+        .expect("running cuzk bench synth");
+    assert!(out.status.success(), "cuzk bench synth: {}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let kinds = report["kinds"].as_array().expect("kinds");
+    assert_eq!(kinds.len(), 2, "{report}");
+    for kind in kinds {
+        assert_eq!(kind["identical"], true, "{kind}");
+        let mut reserved = Vec::new();
+        for path in ["full", "pce", "compact"] {
+            let p = &kind[path];
+            let bytes = |key: &str| {
+                p[key]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{path}: no {key}"))
+            };
+            let (peak, held, bound) = (
+                bytes("peak_rss_growth_bytes"),
+                bytes("held_bytes"),
+                bytes("reserved_bytes"),
+            );
+            eprintln!(
+                "{} {path}: peak {peak}, held {held}, reserved {bound}",
+                kind["kind"]
+            );
+            assert!(peak > 0 && held > 0, "{path}: nothing measured: {p}");
+            assert!(
+                peak <= bound && held <= bound,
+                "{} {path}: peak {peak} or held {held} over the reservation {bound}",
+                kind["kind"]
+            );
+            reserved.push(bound);
+        }
+        // The compact witness is reserved less than a, b and c.
+        assert!(reserved[2] < reserved[1], "{kind}");
+    }
+}

@@ -80,9 +80,34 @@ impl Server {
 
     /// The same with extra arguments to `cuzk serve`.
     fn start_with(data: &Path, env: &[(&str, &str)], args: &[&str]) -> Server {
+        Server::spawn(data, env, args, None)
+    }
+
+    /// `cuzk serve` started inside the cgroup `dir` (a shell joins it, then becomes the
+    /// service: the child's pid is the service's).
+    fn start_in_cgroup(data: &Path, env: &[(&str, &str)], dir: &Path) -> Server {
+        Server::spawn(data, env, &[], Some(dir))
+    }
+
+    fn spawn(data: &Path, env: &[(&str, &str)], args: &[&str], cgroup: Option<&Path>) -> Server {
         let port = free_port();
         let log = data.with_extension(format!("{port}.log"));
-        let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        let cuzk = env!("CARGO_BIN_EXE_cuzk");
+        let mut command = match cgroup {
+            None => Command::new(cuzk),
+            Some(dir) => {
+                let mut c = Command::new("sh");
+                c.args([
+                    "-c",
+                    r#"d=$1; shift; echo $$ > "$d/cgroup.procs" && exec "$@""#,
+                    "sh",
+                ])
+                .arg(dir)
+                .arg(cuzk);
+                c
+            }
+        };
+        let child = command
             .arg("serve")
             .args(args)
             .env("CUZK_API__LISTEN", format!("127.0.0.1:{port}"))
@@ -950,6 +975,182 @@ fn three_poreps_and_a_winning_post_under_a_low_budget_queue_verify_and_stay_unde
         peak < budget + margin,
         "peak RSS {peak} over budget + margin"
     );
+}
+
+/// A memory cgroup made for one test beside this process's own (cgroup v1's memory controller,
+/// or v2 where the memory controller is delegated), with a limit; removed on drop once empty.
+struct MemoryCgroup {
+    dir: PathBuf,
+    v2: bool,
+    /// The limit as the kernel keeps it (rounded to pages).
+    limit: u64,
+}
+
+impl MemoryCgroup {
+    /// None (and why) where this machine does not let the test make one.
+    fn new(name: &str, limit: u64) -> Result<MemoryCgroup, String> {
+        let membership = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
+        let line = |want: &dyn Fn(&str) -> bool| {
+            membership.lines().find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+                want(controllers).then(|| path.trim_start_matches('/').to_owned())
+            })
+        };
+        let (parent, v2) = match line(&|c| c.split(',').any(|c| c == "memory")) {
+            Some(path) => (Path::new("/sys/fs/cgroup/memory").join(path), false),
+            None => match line(&|c| c.is_empty()) {
+                Some(path) => (Path::new("/sys/fs/cgroup").join(path), true),
+                None => return Err("no memory cgroup in /proc/self/cgroup".into()),
+            },
+        };
+        let dir = parent.join(name);
+        let limit_file = if v2 {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        };
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut group = MemoryCgroup { dir, v2, limit: 0 };
+        let file = group.dir.join(limit_file);
+        std::fs::write(&file, limit.to_string()).map_err(|e| format!("{limit_file}: {e}"))?;
+        group.limit = std::fs::read_to_string(&file)
+            .map_err(|e| format!("{limit_file}: {e}"))?
+            .trim()
+            .parse()
+            .map_err(|e| format!("{limit_file}: {e}"))?;
+        Ok(group)
+    }
+
+    /// A counter from a `key value` file (`memory.events`, `memory.oom_control`).
+    fn counter(&self, file: &str, key: &str) -> u64 {
+        std::fs::read_to_string(self.dir.join(file))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn oom_kills(&self) -> u64 {
+        let file = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        self.counter(file, "oom_kill ")
+    }
+
+    /// The most the cgroup was charged (resident memory, page cache of files read included).
+    fn peak(&self) -> Option<u64> {
+        let file = if self.v2 {
+            "memory.peak"
+        } else {
+            "memory.max_usage_in_bytes"
+        };
+        std::fs::read_to_string(self.dir.join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// The service under a real cgroup memory limit (what `systemd-run -p MemoryMax=` or the unit's
+/// MemoryMax= sets), its page-locked pool counted: it reads its budget from the cgroup, queues
+/// what does not fit, proves everything, and is never OOM-killed.
+#[test]
+fn under_a_cgroup_memory_limit_the_service_budgets_from_it_pool_included_and_is_never_oom_killed() {
+    let _serial = one_at_a_time();
+    // Room for the PoRep parameters (1.1 GB), a 256 MiB pool and one partition (0.79 GB),
+    // not two; the margin is the service's default.
+    let margin: u64 = 1 << 30;
+    let pool: u64 = 256 << 20;
+    let name = format!("cuzk-test-{}", std::process::id());
+    let cgroup = match MemoryCgroup::new(&name, 3_300_000_000) {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED: cannot make a memory cgroup here ({why})");
+            return;
+        }
+    };
+    let limit = cgroup.limit;
+    let winning = winning();
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start_in_cgroup(
+        &dir.path().join("data"),
+        &[
+            ("CUZK_MEMORY__PINNED_BYTES", &pool.to_string()),
+            ("CUZK_PROVING__WORKERS", "4"),
+            ("CUZK_PROVING__DEPTH", "4"),
+        ],
+        &cgroup.dir,
+    );
+    let (_, st) = server.get_json("/v1/status");
+    let budget = &st["budget"];
+    assert_eq!(budget["limit_bytes"], limit, "{budget}");
+    assert_eq!(budget["total_bytes"], limit - margin, "{budget}");
+    assert!(
+        budget["source"]["kind"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("cgroup")),
+        "{budget}"
+    );
+    // The pool is locked (cut to RLIMIT_MEMLOCK where this process may not lock past it) and
+    // held from the budget the cgroup gave.
+    let locked = st["pinned_pool"]["locked_bytes"].as_u64().unwrap_or(0);
+    assert!(locked > 0 && locked <= pool, "{st}");
+    let held = st["pipeline"]["held"].as_array().unwrap();
+    assert!(
+        held.iter()
+            .any(|h| h["purpose"] == "pinned-pool" && h["bytes"] == locked),
+        "{st}"
+    );
+
+    let ids = ["porep-a", "porep-b", "winning-a"];
+    for id in &ids[..2] {
+        assert_eq!(server.submit(&porep_body(id)).0, 202);
+    }
+    assert_eq!(server.submit(&winning.body(ids[2])).0, 202);
+    let mut saw_waiting = false;
+    let deadline = Instant::now() + Duration::from_secs(1200);
+    while !ids.iter().all(|id| {
+        let (_, job) = server.get_json(&format!("/v1/proofs/{id}"));
+        job["state"] == "done" || job["state"] == "failed"
+    }) {
+        let (_, st) = server.get_json("/v1/status");
+        saw_waiting |= st["pipeline"]["waiting_partitions"].as_u64().unwrap() > 0;
+        assert!(Instant::now() < deadline, "jobs did not finish: {st}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for id in ids {
+        let job = server.wait_final(id);
+        assert_eq!(job["state"], "done", "{job}");
+    }
+    for id in &ids[..2] {
+        verify_porep(&server.proof(id));
+    }
+    winning.verify(&server.proof(ids[2]));
+    assert!(saw_waiting, "partitions never had to wait for memory");
+
+    let peak = peak_rss(server.child.id());
+    let charged = cgroup.peak();
+    eprintln!("cgroup limit {limit}, pool locked {locked}, peak charged {charged:?} (page cache included), service peak RSS {peak}");
+    assert_eq!(cgroup.oom_kills(), 0, "the kernel killed in the cgroup");
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the service died"
+    );
+    assert!(
+        peak < limit,
+        "peak RSS {peak} over the cgroup's limit {limit}"
+    );
+    drop(server);
 }
 
 #[test]

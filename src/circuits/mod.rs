@@ -38,6 +38,11 @@ pub enum CircuitError {
     },
     #[error("synthesis failed: {0}")]
     Synthesis(String),
+    /// A compact synthesis whose result was refused: the caller synthesizes again on the full
+    /// path, which says whether the input or the PCE is wrong (not done in place: the full
+    /// path needs far more memory than was reserved for a compact witness).
+    #[error("partition {partition}: the PCE's compact result was refused ({why})")]
+    CompactRefused { partition: usize, why: String },
     #[error("proof failed verification: {0}")]
     Verification(String),
 }
@@ -124,17 +129,12 @@ pub enum Through<'a> {
     Compact(&'a Arc<dyn HoldsPce>),
 }
 
-impl<'a> From<Option<&'a Pce>> for Through<'a> {
-    fn from(pce: Option<&'a Pce>) -> Self {
-        pce.map_or(Through::Full, Through::Pce)
-    }
-}
-
 /// Synthesizes one partition circuit (made by `circuit`) and checks it: public inputs equal to
 /// `expected` (ONE not included), every constraint satisfied (a compact result's rows are
 /// checked by its prover). `through` a PCE when given; if its result is refused (a shape that
 /// does not fit, unsatisfied rows, a panic) the full path runs: its error is the input's, its
-/// success says the PCE is wrong (`SynthPath::FullAfterPce`). `what` says what mismatched
+/// success says the PCE is wrong (`SynthPath::FullAfterPce`); a refused compact result is
+/// [`CircuitError::CompactRefused`] instead, for the caller to go on. `what` says what mismatched
 /// inputs mean for this kind. The large vectors come from `buffers` on every path.
 pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
     circuit: impl Fn() -> Result<C, CircuitError>,
@@ -160,16 +160,23 @@ pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
         let c = circuit()?;
         checked(guarded(k, || synthesize_into(c, buffers))?.map_err(synthesis)?)
     };
-    let c = circuit()?;
+    // What the PCE made, checked; or why it was not (the circuit's error, a panic).
     let result = match through {
         Through::Full => return Ok((full()?.into(), SynthPath::Full)),
-        Through::Pce(pce) => guarded(k, || pce.synthesize_into(c, buffers))
-            .map(|r| r.map(|synth| checked(synth).map(|s| (Synthesized::from(s), SynthPath::Pce)))),
-        Through::Compact(pce) => guarded(k, || CompactProof::synthesize(pce.clone(), c)).map(|r| {
-            r.map(|proof| {
-                inputs_checked(&proof.inputs).map(|()| (proof.into(), SynthPath::Compact))
+        Through::Pce(pce) => {
+            let c = circuit()?;
+            guarded(k, || pce.synthesize_into(c, buffers)).map(|made| {
+                made.map(|synth| checked(synth).map(|s| (Synthesized::from(s), SynthPath::Pce)))
             })
-        }),
+        }
+        Through::Compact(pce) => {
+            let c = circuit()?;
+            guarded(k, || CompactProof::synthesize(pce.clone(), c)).map(|made| {
+                made.map(|proof| {
+                    inputs_checked(&proof.inputs).map(|()| (proof.into(), SynthPath::Compact))
+                })
+            })
+        }
     };
     let refused = match result {
         Ok(Ok(Ok(done))) => return Ok(done),
@@ -179,6 +186,12 @@ pub(crate) fn synthesize_checked<C: bellpepper_core::Circuit<Fr>>(
         Ok(Err(e)) => e.to_string(),
         Err(e) => e.to_string(),
     };
+    if let Through::Compact(_) = through {
+        return Err(CircuitError::CompactRefused {
+            partition: k,
+            why: refused,
+        });
+    }
     // Bad input fails the full path as well (and is reported as such); a PCE that is wrong
     // for this circuit does not.
     let synth = full()?;
@@ -365,7 +378,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_wrong_pce_is_refused_and_the_full_path_takes_over_but_bad_input_still_fails() {
+    fn a_wrong_pce_is_refused_and_the_full_path_takes_over_but_bad_input_still_fails_compact_refusals_go_back(
+    ) {
         use crate::synth::synthetic::SyntheticCircuit;
         let circuit = || Ok(SyntheticCircuit::new(2, 500, 3));
         let expected = SyntheticCircuit::new(2, 500, 3).inputs;
@@ -389,20 +403,24 @@ mod tests {
         assert_eq!(path, SynthPath::FullAfterPce);
         assert_eq!(full.into_full(), fast);
         let other = vec![Fr::from(5u64); 2];
-        for through in [Through::Pce(&wrong), Through::Compact(&shared)] {
-            let err = synthesize_checked(circuit, 0, &other, "x", through, &Heap).unwrap_err();
+        let err =
+            synthesize_checked(circuit, 0, &other, "x", Through::Pce(&wrong), &Heap).unwrap_err();
+        assert!(
+            matches!(err, CircuitError::PublicInputMismatch { .. }),
+            "{err}"
+        );
+        // The compact path does not fall back in place: it says its result was refused, for
+        // bad input and for a PCE of another shape alike.
+        let stale: Arc<dyn HoldsPce> =
+            Arc::new(crate::pce::record(SyntheticCircuit::new(2, 400, 9)).unwrap());
+        for (inputs, pce) in [(&other, &shared), (&expected, &stale)] {
+            let err = synthesize_checked(circuit, 0, inputs, "x", Through::Compact(pce), &Heap)
+                .unwrap_err();
             assert!(
-                matches!(err, CircuitError::PublicInputMismatch { .. }),
+                matches!(err, CircuitError::CompactRefused { partition: 0, .. }),
                 "{err}"
             );
         }
-        // A PCE of another shape is refused on the compact path too.
-        let stale: Arc<dyn HoldsPce> =
-            Arc::new(crate::pce::record(SyntheticCircuit::new(2, 400, 9)).unwrap());
-        let (_, path) =
-            synthesize_checked(circuit, 0, &expected, "x", Through::Compact(&stale), &Heap)
-                .unwrap();
-        assert_eq!(path, SynthPath::FullAfterPce);
     }
 
     /// The pool's buffers are taken on every path, the full one after a refused PCE included:

@@ -354,7 +354,11 @@ fn bench_job(
     let lease = pool.as_ref().and_then(|p| p.lease(&pooled));
     let start = Instant::now();
     let synth = job
-        .synthesize_with(partition, Through::Full, &PoolBuffers(lease.as_ref()))?
+        .synthesize_with(
+            partition,
+            Through::Full,
+            &PoolBuffers::new(lease.as_ref(), &pooled),
+        )?
         .0
         .into_full();
     let synthesis_s = start.elapsed().as_secs_f64();
@@ -492,9 +496,10 @@ fn compact_synthesis(
     }
 }
 
-/// One kind's synthesis both ways. Memory is the peak RSS growth during one synthesis (freed
-/// heap trimmed and the peak reset first; the PCE's mapped pages are resident before, so they
-/// are not in it: `pce_file.bytes` says what they hold).
+/// One kind's synthesis both ways, into heap vectors sized as the engine sizes them. Memory is
+/// the peak RSS growth during one synthesis (freed heap trimmed and the peak reset first; the
+/// PCE's mapped pages are resident before, so they are not in it: `pce_file.bytes` says what
+/// they hold).
 fn bench_synth(
     job: &dyn ProofJob,
     partition: usize,
@@ -515,6 +520,12 @@ fn bench_synth(
     );
     let load_s = start.elapsed().as_secs_f64();
     let shared: std::sync::Arc<dyn crate::pce::HoldsPce> = pce.clone();
+    // What the engine reserves for a partition of this shape on each path, and the heap
+    // vectors it gives where no pool buffer is lent: room for the whole of each from the start.
+    let shape = pce.shape();
+    let domain = shape.constraints.next_power_of_two();
+    let estimates = crate::synth::HostBytes::new(domain, shape.inputs, shape.aux);
+    let heap = crate::synth::SizedHeap([domain, domain, domain, shape.aux]);
     let mut paths: Vec<(Through<'_>, SynthPath)> = vec![
         (Through::Pce(&pce), SynthPath::Pce),
         (Through::Compact(&shared), SynthPath::Compact),
@@ -534,7 +545,7 @@ fn bench_synth(
             let (with, want) = paths[i];
             let before = reset_peak_rss();
             let start = Instant::now();
-            let (synth, path) = job.synthesize_with(partition, with, &crate::synth::Heap)?;
+            let (synth, path) = job.synthesize_with(partition, with, &heap)?;
             seconds[i].push(start.elapsed().as_secs_f64());
             peaks[i].push(proc_status_bytes("VmHWM:").saturating_sub(before));
             if path != want {
@@ -583,6 +594,7 @@ fn bench_synth(
             "runs_s": seconds[i],
             "peak_rss_growth_bytes": peaks[i].iter().max(),
             "held_bytes": held[i],
+            "reserved_bytes": estimates.on(*path),
         });
     }
     // Every path gives the same proof (a compact one expanded on the host to compare).

@@ -122,6 +122,18 @@ pub fn run(args: SelftestArgs) -> Result<()> {
     Ok(())
 }
 
+/// `witness` with its last value changed (every synthetic circuit's value is in a row of its
+/// own, which then no longer holds).
+fn last_value_changed(witness: &crate::synth::CompactWitness) -> crate::synth::CompactWitness {
+    let mut values = witness.expand();
+    if let Some(last) = values.last_mut() {
+        *last += Scalar::from(3u64);
+    }
+    let mut changed = crate::synth::CompactWitness::with_capacity(values.len());
+    values.iter().for_each(|v| changed.push(*v));
+    changed
+}
+
 /// A named MSM input: bases and scalars.
 type Case<A> = (&'static str, Vec<A>, Vec<Scalar>);
 
@@ -171,11 +183,7 @@ impl Tester<'_> {
                 cpu_s,
             );
             // One value changed: the rows that read it no longer hold, on both sides.
-            let mut values = compact.expand();
-            let last = values.len() - 1;
-            values[last] += blstrs::Scalar::from(3u64);
-            let mut wrong = crate::synth::CompactWitness::with_capacity(values.len());
-            values.iter().for_each(|v| wrong.push(*v));
+            let wrong = last_value_changed(&compact);
             let clock = Instant::now();
             let (_, unsatisfied) = self.gpu.pce_evaluations(&pce, &inputs, &wrong)?;
             let gpu_s = clock.elapsed().as_secs_f64();
@@ -253,12 +261,8 @@ impl Tester<'_> {
                 gpu_s,
                 cpu_s,
             );
-            let mut values = compact.witness.expand();
-            let last = values.len() - 1;
-            values[last] += Scalar::from(3u64);
             let mut wrong = compact;
-            wrong.witness = crate::synth::CompactWitness::with_capacity(values.len());
-            values.iter().for_each(|v| wrong.witness.push(*v));
+            wrong.witness = last_value_changed(&wrong.witness);
             let clock = Instant::now();
             let refused = prove(self.gpu, &srs, wrong, r, s);
             let gpu_s = clock.elapsed().as_secs_f64();

@@ -162,7 +162,7 @@ pub struct GpuStatus {
     pub info: GpuInfo,
     /// Seconds of device work since the service started (its device lock held).
     pub busy_seconds: f64,
-    /// Device bytes of parameter-set bases kept resident between proofs.
+    /// Device bytes of parameter-set bases and PCE matrices kept resident between proofs.
     pub resident_bytes: u64,
 }
 

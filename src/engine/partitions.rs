@@ -26,14 +26,14 @@ use super::pooled::{lease, PoolBuffers};
 use super::provers::{ProverSlot, ProverSlots};
 use super::run::{internal, refused, Ending};
 use super::sets::Loaded;
-use crate::circuits::{ProofJob, Through};
+use crate::circuits::{CircuitError, ProofJob, Through};
 use crate::config::Finish;
 use crate::groth16::{prove_start, Backend, CpuBackend, Proof, ProveError};
 use crate::memory::{Admission, Lease, PinnedPool, Reservation};
 use crate::metrics::Metrics;
 use crate::pce::{HoldsPce, Pce, Synthesized};
 use crate::srs::Srs;
-use crate::synth::{Heap, SynthPath};
+use crate::synth::{HostBytes, SynthPath};
 
 /// How often the job's thread passes a cancellation on to its partitions.
 const POLL: Duration = Duration::from_millis(100);
@@ -86,13 +86,23 @@ pub struct Partitions<'a> {
     /// Keep partitions as compact witnesses where every backend computes a, b and c.
     pub compact: bool,
     pub priority: u8,
-    /// Bytes each partition holds until it reaches the prover: reserved from the budget, but
-    /// for the part lent from `pool`.
-    pub estimate: u64,
+    /// Bytes each partition holds until it reaches the prover, per path: reserved from the
+    /// budget, but for the part lent from `pool`.
+    pub estimates: HostBytes,
     /// The page-locked pool a partition's vectors are lent from, and their sizes
-    /// (`pooled_sizes`).
+    /// (`pooled_sizes`; on the heap, where none is lent, the room they are given).
     pub pool: Option<&'a Arc<PinnedPool>>,
     pub pooled: [usize; 4],
+}
+
+/// A partition let in: its reservation (`estimate`, less what `lease` lends) for the path
+/// chosen, compact or not, through `pce` where there is one.
+struct Admitted {
+    reservation: Reservation,
+    estimate: u64,
+    lease: Option<Lease>,
+    pce: Option<Arc<Loaded<Pce>>>,
+    compact: bool,
 }
 
 /// One job's run: what its partition threads share.
@@ -216,33 +226,44 @@ impl Partitions<'_> {
                 return;
             }
             let _ = tx.send(Event::Step(k, Step::WaitingForMemory));
-            // The pool's bytes are held from the budget already: what is lent is not reserved
-            // again.
-            let lease = lease(self.pool, &self.pooled);
-            let lent = lease.as_ref().map_or(0, |l| l.bytes().min(self.estimate));
-            let reservation =
-                match self
-                    .admission
-                    .admit(self.priority, self.estimate - lent, &run.stop)
-                {
-                    Ok(r) => r,
-                    Err(e) => {
-                        let _ = tx.send(Event::Ended(k, refused(e)));
-                        return;
-                    }
-                };
+            // The path is chosen here: its bytes are what is reserved. A compact witness takes
+            // no pool buffers; otherwise the pool's bytes are held from the budget already,
+            // and what is lent is not reserved again.
+            let pce = lock(&run.pce).clone();
+            let compact = pce.as_ref().filter(|set| self.compacts(set)).is_some();
+            let (estimate, lease) = match compact {
+                true => (self.estimates.compact, None),
+                false => (self.estimates.full, lease(self.pool, &self.pooled)),
+            };
+            let lent = lease.as_ref().map_or(0, |l| l.bytes().min(estimate));
+            let reservation = match self
+                .admission
+                .admit(self.priority, estimate - lent, &run.stop)
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = tx.send(Event::Ended(k, refused(e)));
+                    return;
+                }
+            };
+            let admitted = Admitted {
+                reservation,
+                estimate,
+                lease,
+                pce,
+                compact,
+            };
             let tx_k = tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("cuzk-partition-{k}"))
                 .spawn_scoped(scope, move || {
-                    let outcome = catch_unwind(AssertUnwindSafe(|| {
-                        self.partition(run, k, reservation, lease, &tx_k)
-                    }))
-                    .unwrap_or_else(|_| {
-                        Err(internal(format!(
-                            "partition {k}: the prover panicked (see the log)"
-                        )))
-                    });
+                    let outcome =
+                        catch_unwind(AssertUnwindSafe(|| self.partition(run, k, admitted, &tx_k)))
+                            .unwrap_or_else(|_| {
+                                Err(internal(format!(
+                                    "partition {k}: the prover panicked (see the log)"
+                                )))
+                            });
                     let event = match outcome {
                         Ok((proof, secs)) => Event::Proved(k, Box::new(proof), secs),
                         Err(ending) => {
@@ -262,16 +283,27 @@ impl Partitions<'_> {
         }
     }
 
-    /// Synthesizes and proves partition `k` under its reservation, its vectors in `lease`
-    /// where it has one; the proof and its prove seconds.
+    /// Whether a partition through `set` is kept as its compact witness: asked for, and
+    /// every prover computes a, b and c itself.
+    fn compacts(&self, set: &Loaded<Pce>) -> bool {
+        self.compact && self.backends.iter().all(|b| b.evaluates(&set.value))
+    }
+
+    /// Synthesizes and proves partition `k` as admitted; the proof and its prove seconds.
     fn partition(
         &self,
         run: &Run<'_>,
         k: usize,
-        mut reservation: Reservation,
-        lease: Option<Lease>,
+        admitted: Admitted,
         tx: &Sender<Event>,
     ) -> Result<(Proof<Bls12>, f64), Ending> {
+        let Admitted {
+            mut reservation,
+            estimate,
+            lease,
+            pce,
+            compact,
+        } = admitted;
         let step = |step: Step| {
             if run.stopped() {
                 return Err(Ending::Cancelled);
@@ -283,23 +315,36 @@ impl Partitions<'_> {
         step(Step::Synthesis)?;
         let entry = self.ledger.enter(Stage::Synthesizing, Held::default());
         let start = Instant::now();
-        let pce = lock(&run.pce).clone();
-        // Where every prover computes a, b and c itself, the witness alone is kept, compact.
         let shared: Option<Arc<dyn HoldsPce>> = pce
             .as_ref()
-            .filter(|set| self.compact && self.backends.iter().all(|b| b.evaluates(&set.value)))
+            .filter(|_| compact)
             .map(|set| set.clone() as Arc<dyn HoldsPce>);
         let through = match (&shared, &pce) {
             (Some(shared), _) => Through::Compact(shared),
             (None, Some(set)) => Through::Pce(&set.value),
             (None, None) => Through::Full,
         };
-        let (synth, path) = run
-            .job
-            .synthesize_with(k, through, &PoolBuffers(lease.as_ref()))?;
+        let synthesized =
+            run.job
+                .synthesize_with(k, through, &PoolBuffers::new(lease.as_ref(), &self.pooled));
         drop(shared);
         // The buffers taken keep their memory lent; the rest goes back to the pool now.
         drop((pce, lease));
+        let (synth, path, estimate) = match synthesized {
+            // Refused: synthesized again on the full path under the full path's reservation,
+            // which says whether the input or the PCE is wrong.
+            Err(CircuitError::CompactRefused { why, .. }) => {
+                tracing::warn!(partition = k, refused = %why, "a compact synthesis was refused: synthesized again on the full path");
+                drop(reservation);
+                let (synth, full) = self.full_again(run, k)?;
+                reservation = full;
+                (synth, SynthPath::FullAfterPce, self.estimates.full)
+            }
+            synthesized => {
+                let (synth, path) = synthesized?;
+                (synth, path, estimate)
+            }
+        };
         if path == SynthPath::FullAfterPce && lock(&run.pce).take().is_some() {
             (run.on_wrong_pce)();
         }
@@ -320,7 +365,7 @@ impl Partitions<'_> {
         };
         self.count_buffers(kind, &synth);
         let entry = entry.move_to(Stage::Synthesized, held);
-        for (measure, b) in [("estimated", self.estimate), ("synthesized", bytes as u64)] {
+        for (measure, b) in [("estimated", estimate), ("synthesized", bytes as u64)] {
             self.metrics
                 .partition_bytes
                 .with_label_values(&[kind, measure])
@@ -328,7 +373,7 @@ impl Partitions<'_> {
         }
         if k == 0 {
             tracing::info!(
-                estimated_bytes = self.estimate,
+                estimated_bytes = estimate,
                 synthesized_bytes = bytes,
                 pinned_bytes = held.pinned,
                 synthesis_path = path.as_str(),
@@ -358,9 +403,8 @@ impl Partitions<'_> {
         let failed = |e| internal(format!("partition {k}: {e}"));
         let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
         let with_b_g2 = self.finish == Finish::Held;
-        let backend = &self.backends[slot.id() % self.backends.len()];
         let mut again = None;
-        let started = match prove_start(backend.as_ref(), run.srs, synth, r, s, with_b_g2) {
+        let started = match prove_start(self.backend(&slot), run.srs, synth, r, s, with_b_g2) {
             // The prover found rows of the compact witness unsatisfied: the PCE is wrong for
             // the circuit (as the full path, tried now, says by succeeding) or the input is.
             Err(ProveError::Unsatisfied { rows }) if path == SynthPath::Compact => {
@@ -377,10 +421,9 @@ impl Partitions<'_> {
             started => started,
         }
         .map_err(failed)?;
-        let backend = &self.backends[slot.id() % self.backends.len()];
         // Split: the next partition's device work starts now, beside this one's finish.
         let finisher: &dyn Backend = match self.finish {
-            Finish::Held | Finish::Prover => backend.as_ref(),
+            Finish::Held | Finish::Prover => self.backend(&slot),
             Finish::Cpu => &CpuBackend,
         };
         let slot = if self.finish == Finish::Held {
@@ -408,6 +451,7 @@ impl Partitions<'_> {
         Ok((proof, secs))
     }
 
+    /// The backend prover slot `slot` proves on.
     fn backend(&self, slot: &ProverSlot) -> &dyn Backend {
         self.backends[slot.id() % self.backends.len()].as_ref()
     }
@@ -422,17 +466,26 @@ impl Partitions<'_> {
         slot: ProverSlot,
     ) -> Result<((Synthesized, Reservation), ProverSlot), Ending> {
         drop(slot);
-        let mut reservation = self
-            .admission
-            .admit(self.priority, self.estimate, &run.stop)
-            .map_err(refused)?;
-        let (synth, _) = run.job.synthesize_with(k, Through::Full, &Heap)?;
+        let (synth, mut reservation) = self.full_again(run, k)?;
         let slot = self
             .slots
             .acquire(self.priority, &run.stop)
             .map_err(|_| Ending::Cancelled)?;
         reservation.reached_prover();
         Ok(((synth, reservation), slot))
+    }
+
+    /// Partition `k` synthesized on the full path on the heap, under the full path's
+    /// reservation (waited for).
+    fn full_again(&self, run: &Run<'_>, k: usize) -> Result<(Synthesized, Reservation), Ending> {
+        let reservation = self
+            .admission
+            .admit(self.priority, self.estimates.full, &run.stop)
+            .map_err(refused)?;
+        let (synth, _) =
+            run.job
+                .synthesize_with(k, Through::Full, &PoolBuffers::new(None, &self.pooled))?;
+        Ok((synth, reservation))
     }
 
     /// Counts where `synth`'s large vectors are: lent from the pool, or on the heap; or that it
@@ -524,9 +577,13 @@ mod tests {
             std::thread::sleep(Duration::from_millis(100));
             let failed = |e: String| CircuitError::Synthesis(e);
             let synth = match (through, &self.pce) {
+                // A refused compact result goes back to the caller, as the real circuits'.
                 (Through::Compact(pce), _) => (
                     CompactProof::synthesize(pce.clone(), circuit(k))
-                        .map_err(|e| failed(e.to_string()))?
+                        .map_err(|e| CircuitError::CompactRefused {
+                            partition: k,
+                            why: e.to_string(),
+                        })?
                         .into(),
                     SynthPath::Compact,
                 ),
@@ -756,7 +813,10 @@ mod tests {
             finish,
             compact: true,
             priority: 2,
-            estimate: 1 << 20,
+            estimates: HostBytes {
+                full: 1 << 20,
+                compact: 1 << 20,
+            },
             pool,
             pooled: crate::engine::pooled_sizes(&bench.srs),
         };
@@ -824,15 +884,20 @@ mod tests {
 
     /// Where the backend computes a, b and c itself, partitions are synthesized as their
     /// compact witness and proved from it; a PCE wrong for the circuit is caught by the
-    /// prover's row check, and the partition is synthesized again on the full path. The
-    /// backend is the CPU's saying it is a device's: no device exists in CI.
+    /// prover's row check, one of another shape by the compact synthesis itself, and the
+    /// partition is synthesized again on the full path. The backend is the CPU's saying it is
+    /// a device's: no device exists in CI.
     #[test]
     fn the_compact_witness_goes_to_a_prover_that_computes_abc_and_a_wrong_pce_falls_back_fake_device(
     ) {
         let bench = bench();
-        for (pce, wrong) in [
-            (crate::pce::record(circuit(99)).unwrap(), 0),
-            (crate::pce::record(circuit(99)).unwrap().tampered(), 1),
+        let stale = crate::pce::record(SyntheticCircuit::new(2, ROWS - 100, 99)).unwrap();
+        // The PCE, the wrong PCEs reported, and the partitions proved compact (None: at least
+        // the first, since those synthesized after the report take the full path).
+        for (pce, wrong, proved_compact) in [
+            (crate::pce::record(circuit(99)).unwrap(), 0, Some(3)),
+            (crate::pce::record(circuit(99)).unwrap().tampered(), 1, None),
+            (stale, 1, Some(0)),
         ] {
             let job = SyntheticJob {
                 partitions: 3,
@@ -855,14 +920,9 @@ mod tests {
             }
             let compact = intervals(&out.log, "compact").len();
             assert_eq!(compact as u64, out.compact_syntheses);
-            if wrong == 0 {
-                assert_eq!(
-                    compact, 3,
-                    "every partition proved from its compact witness"
-                );
-            } else {
-                // Partitions synthesized after the report take the full path.
-                assert!(compact >= 1, "the first partition went compact");
+            match proved_compact {
+                Some(n) => assert_eq!(compact, n, "partitions proved from their compact witness"),
+                None => assert!(compact >= 1, "the first partition went compact"),
             }
         }
     }

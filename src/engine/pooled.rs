@@ -2,7 +2,7 @@
 //! is taken when the partition is admitted (before its synthesis, for the sizes its parameter
 //! set gives), and every synthesis path takes its vectors from it ([`PoolBuffers`]). A vector
 //! that does not fit its buffer, or a partition admitted with no lease (no pool, or the pool
-//! full), is on the heap: counted as unpooled (`cuzk_synthesis_buffer_bytes_total{place="heap"}`),
+//! full), is on the heap, with room for the whole vector from the start: counted as unpooled (`cuzk_synthesis_buffer_bytes_total{place="heap"}`),
 //! which stays flat while the pool is sized right.
 
 use std::ptr::NonNull;
@@ -11,7 +11,7 @@ use blstrs::Scalar;
 
 use crate::memory::{Lease, PinnedPool};
 use crate::srs::Srs;
-use crate::synth::{Buffers, Lent, Scalars, Vector};
+use crate::synth::{Buffers, Lent, Scalars, SizedHeap, Vector};
 
 const SCALAR: usize = std::mem::size_of::<Scalar>();
 
@@ -41,23 +41,33 @@ pub(super) fn lease(
     lease
 }
 
-/// Vectors from a partition's lease; the heap where it has none that fits.
-pub struct PoolBuffers<'a>(pub Option<&'a Lease>);
+/// Vectors from a partition's lease; the heap where it has none that fits, with room for
+/// the sizes the lease would have given.
+pub struct PoolBuffers<'a> {
+    lease: Option<&'a Lease>,
+    heap: SizedHeap,
+}
+
+impl<'a> PoolBuffers<'a> {
+    /// `lease`'s buffers, or heap vectors of `sizes` (bytes, as [`pooled_sizes`] gives them).
+    pub fn new(lease: Option<&'a Lease>, sizes: &[usize; 4]) -> Self {
+        PoolBuffers {
+            lease,
+            heap: SizedHeap(sizes.map(|bytes| bytes / SCALAR)),
+        }
+    }
+}
 
 impl Buffers for PoolBuffers<'_> {
     fn take(&self, vector: Vector, len: usize) -> Scalars {
-        let slot = Vector::ALL
-            .iter()
-            .position(|v| *v == vector)
-            .expect("every vector has a slot");
-        match self.0.and_then(|lease| lease.take(slot)) {
+        match self.lease.and_then(|lease| lease.take(vector.slot())) {
             Some((ptr, bytes, taken)) if bytes / SCALAR >= len => {
                 let ptr: NonNull<Scalar> = ptr.cast();
                 // SAFETY: the slot is granule-aligned memory of `bytes` bytes, lent to this
                 // vector alone until `taken` (its owner) is dropped.
                 Scalars::lent(unsafe { Lent::new(ptr, bytes / SCALAR, Box::new(taken)) })
             }
-            _ => Scalars::from(Vec::with_capacity(len)),
+            _ => self.heap.take(vector, len),
         }
     }
 }

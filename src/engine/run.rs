@@ -17,6 +17,7 @@ use crate::circuits::{CircuitError, ParameterFiles, ProofKind, ProofRequest};
 use crate::jobs::{now_ms, JobError, JobRecord, JobState, Progress, Timings};
 use crate::memory::Refused;
 use crate::srs::Srs;
+use crate::synth::HostBytes;
 
 /// How a job ended other than with a proof.
 pub(super) enum Ending {
@@ -31,7 +32,7 @@ impl From<CircuitError> for Ending {
             | CircuitError::Unsatisfied { .. }
             | CircuitError::PublicInputMismatch { .. } => "invalid-input",
             CircuitError::Verification(_) => "verification-failed",
-            CircuitError::Synthesis(_) => "synthesis-failed",
+            CircuitError::Synthesis(_) | CircuitError::CompactRefused { .. } => "synthesis-failed",
         };
         Ending::Failed(JobError {
             kind: kind.into(),
@@ -109,13 +110,10 @@ pub(super) fn internal(detail: impl Into<String>) -> Ending {
     })
 }
 
-/// Bytes one partition holds from synthesis to the end of proving, from the circuit's shape as
-/// its parameters give it: a, b, c over the domain and the H quotient (4 domain-sized vectors),
-/// and the witness with its MSM scalars (3 per variable), 32 bytes each.
-pub fn partition_bytes(srs: &Srs) -> u64 {
-    let domain = srs.h.len() as u64 + 1;
-    let variables = (srs.vk.ic.len() + srs.l.len()) as u64;
-    32 * (4 * domain + 3 * variables)
+/// What one partition holds on the host, per synthesis path, from the circuit's shape as its
+/// parameters give it.
+pub fn partition_bytes(srs: &Srs) -> HostBytes {
+    HostBytes::new(srs.h.len() + 1, srs.vk.ic.len(), srs.l.len())
 }
 
 impl Inner {
@@ -254,7 +252,9 @@ impl Inner {
         let set = self.srs_for(&files.params, urgency, &job.cancel)?;
         let srs = &set.value;
         let vk = files.verifying_key(|| srs.vk.clone());
-        let estimate = partition_bytes(srs);
+        let estimates = partition_bytes(srs);
+        // The full path's bytes bound every path's.
+        let estimate = estimates.full;
         let budget = self.proving.admission.budget();
         // The dispatcher's no-deadlock rule needs a partition no larger than its set (true of
         // every Filecoin circuit: the set holds several points per variable and domain row).
@@ -286,7 +286,7 @@ impl Inner {
             finish: self.proving.finish,
             compact: self.proving.compact_witness,
             priority: urgency,
-            estimate,
+            estimates,
             pool: self.proving.pool.as_ref(),
             pooled: super::pooled_sizes(srs),
         };

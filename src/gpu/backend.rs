@@ -496,8 +496,8 @@ impl Backend for GpuBackend {
         proof: &CompactProof,
         b_g2: bool,
     ) -> Result<G1Sums, ProveError> {
-        let rows = proof.num_constraints();
-        let h_fits = Self::h_domain(rows).is_ok_and(|log| log > 0 && srs.h.len() >= (1 << log) - 1);
+        let h_fits = Self::h_domain(proof.num_constraints())
+            .is_ok_and(|log_n| Self::h_in_one_call(srs, log_n));
         if !self.evaluates_pce(proof.pce()) || !h_fits {
             return g1_sums_expanded(self, srs, proof, b_g2);
         }

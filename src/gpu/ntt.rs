@@ -21,6 +21,7 @@ use super::resident::BasesKey;
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
 use crate::groth16::{G1Query, ProveError};
+use crate::srs::Srs;
 use crate::synth::Scalars;
 
 /// Elements one block of `fr_ntt_tiles` holds: 2^10 (32 KiB) and as many twiddles. A pass runs
@@ -346,6 +347,12 @@ impl GpuBackend {
             return Err(GpuError::Domain(DomainTooLarge { log_n }));
         }
         Ok(log_n)
+    }
+
+    /// Whether h over a domain of 2^`log_n` is summed in one call with its MSM over `srs`'s H
+    /// bases: there is an h to speak of, and the bases cover it.
+    pub(super) fn h_in_one_call(srs: &Srs, log_n: u32) -> bool {
+        log_n > 0 && srs.h.len() >= (1 << log_n) - 1
     }
 
     /// h's n - 1 coefficients, on the host.

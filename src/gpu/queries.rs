@@ -92,7 +92,7 @@ impl GpuBackend {
         };
         let log_n = Self::h_domain(rows)?;
         let n = 1usize << log_n;
-        if n == 1 || srs.h.len() < n - 1 {
+        if !Self::h_in_one_call(srs, log_n) {
             // No h to speak of, or bases that do not fit it: the parts apart say which.
             let start = Instant::now();
             let Evaluations::Host([a, b, c]) = abc else {
@@ -286,8 +286,8 @@ impl GpuBackend {
         vector_tx: Sender<Arrival<CudaSlice<u32>>>,
     ) -> Result<(), GpuError> {
         self.stream.context().bind_to_thread()?;
-        let abc = match source {
-            Source::Host(abc) => abc,
+        let (event, host) = match source {
+            Source::Host(abc) => (self.upload_assignment(w, &mut assignment)?, Some(abc)),
             Source::Pce {
                 pce,
                 parts,
@@ -310,24 +310,9 @@ impl GpuBackend {
                     &mut vectors,
                     unsatisfied,
                 )?;
-                let event = self.copy.record_event(None)?;
-                let arrival = Arrival {
-                    event,
-                    buf: assignment,
-                };
-                if assignment_tx.send(arrival).is_err() {
-                    return Ok(());
-                }
-                for buf in vectors {
-                    let event = self.copy.record_event(None)?;
-                    if vector_tx.send(Arrival { event, buf }).is_err() {
-                        break;
-                    }
-                }
-                return Ok(());
+                (self.copy.record_event(None)?, None)
             }
         };
-        let event = self.upload_assignment(w, &mut assignment)?;
         let arrival = Arrival {
             event,
             buf: assignment,
@@ -335,6 +320,16 @@ impl GpuBackend {
         if assignment_tx.send(arrival).is_err() {
             return Ok(());
         }
+        let Some(abc) = host else {
+            // Computed in place with the assignment: each ready once it is.
+            for buf in vectors {
+                let event = self.copy.record_event(None)?;
+                if vector_tx.send(Arrival { event, buf }).is_err() {
+                    break;
+                }
+            }
+            return Ok(());
+        };
         // The host vectors are kept until every upload is staged: unmapping pages while other
         // threads fill the staging halves halved their speed.
         let mut staged = Vec::with_capacity(3);

@@ -56,6 +56,13 @@ impl PceLayout {
     }
 }
 
+/// The compact witness's 2-bit codes as the kernels read them: u64 words as twice as many u32
+/// words, the low half first (little-endian), value i's code at bits 2(i mod 16) of word i / 16.
+fn codes_u32(codes: &[u64]) -> &[u32] {
+    // SAFETY: a u64 is two aligned u32s; every bit pattern is a u32.
+    unsafe { std::slice::from_raw_parts(codes.as_ptr().cast::<u32>(), codes.len() * 2) }
+}
+
 /// A PCE on the device: resident, or uploaded for one call.
 pub(super) struct DevicePce {
     pub buf: Arc<CudaSlice<u32>>,
@@ -136,11 +143,7 @@ impl GpuBackend {
     ) -> Result<(), GpuError> {
         let (codes, index, value) = witness.parts();
         let len32 = u32::try_from(witness.len()).map_err(|_| too_large("aux values"))?;
-        // SAFETY: u64 words as twice as many u32 words, the low half first (little-endian):
-        // value i's code at bits 2(i mod 16) of u32 word i / 16.
-        let codes32 =
-            unsafe { std::slice::from_raw_parts(codes.as_ptr().cast::<u32>(), codes.len() * 2) };
-        self.stage(lane.stream, codes32, &mut parts.codes)?;
+        self.stage(lane.stream, codes_u32(codes), &mut parts.codes)?;
         self.stage(lane.stream, index, &mut parts.index)?;
         self.stage(lane.stream, words(value), &mut parts.value)?;
         self.stage(lane.stream, words(&[Scalar::ONE]), &mut parts.one)?;
@@ -261,9 +264,7 @@ mod tests {
         let mut w = CompactWitness::with_capacity(values.len());
         values.iter().for_each(|v| w.push(*v));
         let (codes, _, _) = w.parts();
-        // SAFETY: as in `expand_on`.
-        let codes32 =
-            unsafe { std::slice::from_raw_parts(codes.as_ptr().cast::<u32>(), codes.len() * 2) };
+        let codes32 = codes_u32(codes);
         for (i, v) in values.iter().enumerate() {
             let code = (codes32[i / 16] >> (2 * (i % 16))) & 3;
             let want = if *v == Scalar::ZERO {

@@ -34,8 +34,12 @@ pub enum PinError {
     },
 }
 
-/// RLIMIT_MEMLOCK after raising the soft limit to the hard one: None for no limit.
+/// RLIMIT_MEMLOCK after raising the soft limit to the hard one: None for no limit, or none
+/// that applies (CAP_IPC_LOCK in this process's effective set locks past it).
 pub fn memlock_limit() -> Option<u64> {
+    if locks_past_the_limit() {
+        return None;
+    }
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_MEMLOCK) else {
         return None;
     };
@@ -45,6 +49,18 @@ pub fn memlock_limit() -> Option<u64> {
         soft
     };
     (soft != RLIM_INFINITY).then_some(soft)
+}
+
+/// Whether CAP_IPC_LOCK is in this process's effective capabilities (/proc/self/status).
+fn locks_past_the_limit() -> bool {
+    const CAP_IPC_LOCK: u32 = 14;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let caps = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(caps.trim(), 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
 }
 
 fn limit_text(limit: Option<u64>) -> String {

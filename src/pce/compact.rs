@@ -116,21 +116,6 @@ impl From<CompactProof> for Synthesized {
 }
 
 impl Synthesized {
-    /// Public inputs, ONE first.
-    pub fn inputs(&self) -> &[Scalar] {
-        match self {
-            Synthesized::Full(p) => &p.inputs,
-            Synthesized::Compact(p) => &p.inputs,
-        }
-    }
-
-    pub fn num_constraints(&self) -> usize {
-        match self {
-            Synthesized::Full(p) => p.num_constraints(),
-            Synthesized::Compact(p) => p.num_constraints(),
-        }
-    }
-
     /// Heap bytes held: what a memory reservation for it must cover.
     pub fn heap_bytes(&self) -> usize {
         match self {

@@ -40,6 +40,13 @@ impl CompactWitness {
         }
     }
 
+    /// The most resident bytes a witness of `len` values takes while it is made: every value
+    /// an other at worst, and each list copied once as it grows or is shrunk to fit (the old
+    /// and the new copy both touched for a moment).
+    pub fn most_bytes(len: usize) -> usize {
+        len.div_ceil(CODES_PER_WORD) * 8 + 2 * len * (4 + std::mem::size_of::<Scalar>())
+    }
+
     /// Appends one value.
     ///
     /// # Panics

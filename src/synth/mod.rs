@@ -16,7 +16,7 @@ pub use compact::CompactWitness;
 pub use density::Density;
 #[cfg(test)]
 pub(crate) use scalars::testing::VecLender;
-pub use scalars::{Buffers, Heap, Lent, Scalars, Vector};
+pub use scalars::{Buffers, Heap, Lent, Scalars, SizedHeap, Vector};
 
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
@@ -144,6 +144,48 @@ impl SynthPath {
             SynthPath::Full | SynthPath::FullAfterPce => "full",
             SynthPath::Pce => "pce",
             SynthPath::Compact => "compact",
+        }
+    }
+}
+
+/// What one partition of a circuit's shape holds on the host from the start of its synthesis
+/// until its prover has taken its vectors, by path: upper bounds, reserved from the budget
+/// before synthesis starts. Each includes [`HostBytes::WORKING`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostBytes {
+    /// The full path, and the PCE path (which falls back to the full path in place when its
+    /// result is refused): a, b, c and the H quotient over the evaluation domain (4 vectors),
+    /// the witness with its MSM scalars (3 per variable), 32 bytes each.
+    pub full: u64,
+    /// The compact witness and the inputs (a refused compact synthesis is done again on the
+    /// full path under a reservation of its own).
+    pub compact: u64,
+}
+
+impl HostBytes {
+    /// What synthesizing a circuit takes beside its vectors, whatever its size: the gadgets'
+    /// temporaries, the circuit's own inputs, the allocator's arenas (measured with `cuzk
+    /// bench synth`: docs/measurements/2026-12-06-h100-compact; a test holds every path's peak
+    /// under its estimate).
+    pub const WORKING: u64 = 16 << 20;
+
+    /// For a circuit with `inputs` and `aux` variables over an evaluation domain of `domain`.
+    pub fn new(domain: usize, inputs: usize, aux: usize) -> HostBytes {
+        let scalar = std::mem::size_of::<Scalar>() as u64;
+        let (domain, inputs, aux) = (domain as u64, inputs as u64, aux as u64);
+        HostBytes {
+            full: scalar * (4 * domain + 3 * (inputs + aux)) + Self::WORKING,
+            compact: scalar * inputs
+                + CompactWitness::most_bytes(aux as usize) as u64
+                + Self::WORKING,
+        }
+    }
+
+    /// What a partition synthesized `path` is reserved.
+    pub fn on(&self, path: SynthPath) -> u64 {
+        match path {
+            SynthPath::Compact => self.compact,
+            SynthPath::Full | SynthPath::Pce | SynthPath::FullAfterPce => self.full,
         }
     }
 }

@@ -273,6 +273,11 @@ pub enum Vector {
 
 impl Vector {
     pub const ALL: [Vector; 4] = [Vector::A, Vector::B, Vector::C, Vector::Aux];
+
+    /// Its place in [`Vector::ALL`].
+    pub fn slot(self) -> usize {
+        self as usize
+    }
 }
 
 /// Where a synthesis puts its large vectors.
@@ -288,6 +293,17 @@ pub struct Heap;
 impl Buffers for Heap {
     fn take(&self, _: Vector, len: usize) -> Scalars {
         Scalars::from(Vec::with_capacity(len))
+    }
+}
+
+/// Heap vectors with room from the start for a circuit's whole vectors (values per vector, in
+/// [`Vector::ALL`] order: its shape gives them), even where the synthesis does not know its
+/// size: they never grow by copying, so a synthesis touches no more than it keeps.
+pub struct SizedHeap(pub [usize; 4]);
+
+impl Buffers for SizedHeap {
+    fn take(&self, vector: Vector, len: usize) -> Scalars {
+        Scalars::from(Vec::with_capacity(len.max(self.0[vector.slot()])))
     }
 }
 
