@@ -69,9 +69,10 @@ pub enum BenchCommand {
         /// the backend, as the service does (else on the heap).
         #[arg(long)]
         pinned: bool,
-        /// Also prove the partition from its compact witness through its PCE (extracted into
-        /// a temporary store first), a, b and c computed by the backend, and report whether
-        /// that proof is the same bytes.
+        /// Also prove the partition through its PCE (extracted into a temporary store first):
+        /// from a, b, c by the host's SpMV, and from its compact witness (a, b and c computed
+        /// by the backend); report whether each proof is the same bytes, verified, and what
+        /// each path held on the host beside what it was reserved.
         #[arg(long)]
         compact: bool,
         #[command(flatten)]
@@ -362,13 +363,15 @@ fn bench_job(
         .0
         .into_full();
     let synthesis_s = start.elapsed().as_secs_f64();
+    let reserved = crate::engine::partition_bytes(&srs);
+    let held_bytes = (synth.heap_bytes() + synth.lent_bytes()) as u64;
     if pinned && !synth.all_lent() {
         bail!("the partition's vectors did not fit the page-locked pool");
     }
     let constraints = synth.num_constraints();
     let cpu_synth = (compare == Some(Baseline::Cpu)).then(|| synth.clone());
     let compact_synth = match compact {
-        true => Some(compact_synthesis(job, partition, backend)?),
+        true => Some(compact_synthesis(job, partition, backend, &pooled)?),
         false => None,
     };
     backend.record_stages(true);
@@ -408,10 +411,29 @@ fn bench_job(
             "prove_s": prove_s,
             "stages": timings,
             "verified": verified,
+            "held_bytes": held_bytes,
+            "reserved_bytes": reserved.full,
         },
     });
 
-    if let Some((proof, synthesis_s, evaluates)) = compact_synth {
+    if let Some(through_pce) = compact_synth {
+        let verify = |proof: crate::groth16::Proof<blstrs::Bls12>| {
+            (job.partitions() == 1).then(|| job.finish(&[proof], &vk).is_ok())
+        };
+        let (synth, synthesis_s) = through_pce.host;
+        let held_bytes = synth.heap_bytes();
+        let (pce_proof, timings) = prove(backend, &srs, synth, r, s)?;
+        let mut bytes = Vec::new();
+        pce_proof.write(&mut bytes)?;
+        report["pce"] = json!({
+            "synthesis_s": synthesis_s,
+            "held_bytes": held_bytes,
+            "reserved_bytes": reserved.full,
+            "prove_s": timings.total.as_secs_f64(),
+            "identical": bytes == ours,
+            "verified": verify(pce_proof),
+        });
+        let (proof, synthesis_s) = through_pce.compact;
         let witness_bytes = proof.heap_bytes();
         // Warm-up: the PCE's first upload stays out of the figures.
         prove(backend, &srs, proof.clone(), r, s)?;
@@ -422,11 +444,14 @@ fn bench_job(
         report["compact"] = json!({
             "synthesis_s": synthesis_s,
             "witness_bytes": witness_bytes,
-            "abc_on_backend": evaluates,
+            "held_bytes": witness_bytes,
+            "reserved_bytes": reserved.compact,
+            "abc_on_backend": through_pce.evaluates,
             "device_stages": backend.stage_times(),
             "prove_s": timings.total.as_secs_f64(),
             "stages": timings,
             "identical": bytes == ours,
+            "verified": verify(compact_proof),
         });
     }
 
@@ -472,24 +497,45 @@ fn bench_job(
     Ok(())
 }
 
-/// `job`'s partition as a compact witness through its PCE (extracted into a temporary store),
-/// how long that synthesis took, and whether `backend` computes a, b and c itself.
+/// A partition synthesized through its PCE both ways, each with its synthesis seconds.
+struct ThroughPce {
+    /// a, b and c by the host's SpMV.
+    host: (crate::synth::SynthesizedProof, f64),
+    compact: (crate::pce::CompactProof, f64),
+    /// Whether the backend computes a, b and c itself.
+    evaluates: bool,
+}
+
+/// `job`'s partition through its PCE (extracted into a temporary store): a, b, c by the
+/// host's SpMV into heap vectors sized as the engine sizes them, and its compact witness.
 fn compact_synthesis(
     job: &dyn OracleJob,
     partition: usize,
     backend: &dyn Backend,
-) -> Result<(crate::pce::CompactProof, f64, bool)> {
+    sizes: &[usize; 4],
+) -> Result<ThroughPce> {
     let dir = tempfile::tempdir()?;
     let store = crate::pce::PceStore::open(dir.path())?;
     let (pce, _) = job.circuit_id().obtain_pce(&store, false)?;
     let evaluates = backend.evaluates(&pce);
+    let start = Instant::now();
+    let (synth, path) =
+        job.synthesize_with(partition, Through::Pce(&pce), &PoolBuffers::new(None, sizes))?;
+    if path != crate::synth::SynthPath::Pce {
+        bail!("the PCE synthesis took the {} path", path.as_str())
+    }
+    let host = (synth.into_full(), start.elapsed().as_secs_f64());
     let shared: std::sync::Arc<dyn crate::pce::HoldsPce> = std::sync::Arc::new(pce);
     let start = Instant::now();
     let (synth, path) =
         job.synthesize_with(partition, Through::Compact(&shared), &crate::synth::Heap)?;
     let synthesis_s = start.elapsed().as_secs_f64();
     match synth {
-        crate::pce::Synthesized::Compact(proof) => Ok((proof, synthesis_s, evaluates)),
+        crate::pce::Synthesized::Compact(proof) => Ok(ThroughPce {
+            host,
+            compact: (proof, synthesis_s),
+            evaluates,
+        }),
         crate::pce::Synthesized::Full(_) => {
             bail!("the compact synthesis took the {} path", path.as_str())
         }
@@ -763,6 +809,7 @@ fn bench_pipeline(
             "syntheses": {
                 "pce": counters.syntheses.with_label_values(&[kind, "pce"]).get(),
                 "full": counters.syntheses.with_label_values(&[kind, "full"]).get(),
+                "compact": counters.syntheses.with_label_values(&[kind, "compact"]).get(),
             },
         }))?
     );

@@ -166,8 +166,8 @@ pub struct ProvingConfig {
     pub pce: bool,
     /// Where every GPU can hold a circuit's PCE, keep each partition as its compact witness
     /// until the prover, and compute a, b and c on the GPU (else by the host's SpMV right
-    /// after the witness). Off by default until the GPU path has been checked on a device
-    /// (`cuzk selftest --gpu --only spmv,compact`, `cuzk bench prove --compact`).
+    /// after the witness). On by default (checked on a device by `cuzk selftest --gpu --only
+    /// spmv,compact` and `cuzk bench prove --compact`); without a GPU it changes nothing.
     pub compact_witness: bool,
 }
 
@@ -213,7 +213,7 @@ impl Default for ProvingConfig {
             gpus: Vec::new(),
             finish: Finish::default(),
             pce: true,
-            compact_witness: false,
+            compact_witness: true,
         }
     }
 }
