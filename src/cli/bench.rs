@@ -420,17 +420,20 @@ fn bench_job(
         let verify = |proof: crate::groth16::Proof<blstrs::Bls12>| {
             (job.partitions() == 1).then(|| job.finish(&[proof], &vk).is_ok())
         };
+        let same_bytes = |proof: &crate::groth16::Proof<blstrs::Bls12>| -> Result<bool> {
+            let mut bytes = Vec::new();
+            proof.write(&mut bytes)?;
+            Ok(bytes == ours)
+        };
         let (synth, synthesis_s) = through_pce.host;
         let held_bytes = synth.heap_bytes();
         let (pce_proof, timings) = prove(backend, &srs, synth, r, s)?;
-        let mut bytes = Vec::new();
-        pce_proof.write(&mut bytes)?;
         report["pce"] = json!({
             "synthesis_s": synthesis_s,
             "held_bytes": held_bytes,
             "reserved_bytes": reserved.full,
             "prove_s": timings.total.as_secs_f64(),
-            "identical": bytes == ours,
+            "identical": same_bytes(&pce_proof)?,
             "verified": verify(pce_proof),
         });
         let (proof, synthesis_s) = through_pce.compact;
@@ -439,8 +442,6 @@ fn bench_job(
         prove(backend, &srs, proof.clone(), r, s)?;
         backend.stage_times();
         let (compact_proof, timings) = prove(backend, &srs, proof, r, s)?;
-        let mut bytes = Vec::new();
-        compact_proof.write(&mut bytes)?;
         report["compact"] = json!({
             "synthesis_s": synthesis_s,
             "witness_bytes": witness_bytes,
@@ -450,7 +451,7 @@ fn bench_job(
             "device_stages": backend.stage_times(),
             "prove_s": timings.total.as_secs_f64(),
             "stages": timings,
-            "identical": bytes == ours,
+            "identical": same_bytes(&compact_proof)?,
             "verified": verify(compact_proof),
         });
     }
@@ -519,8 +520,11 @@ fn compact_synthesis(
     let (pce, _) = job.circuit_id().obtain_pce(&store, false)?;
     let evaluates = backend.evaluates(&pce);
     let start = Instant::now();
-    let (synth, path) =
-        job.synthesize_with(partition, Through::Pce(&pce), &PoolBuffers::new(None, sizes))?;
+    let (synth, path) = job.synthesize_with(
+        partition,
+        Through::Pce(&pce),
+        &PoolBuffers::new(None, sizes),
+    )?;
     if path != crate::synth::SynthPath::Pce {
         bail!("the PCE synthesis took the {} path", path.as_str())
     }

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../../.."
 R=$(mktemp -d); trap 'tar czf $OUT/r6.tgz -C $R .' EXIT
 python3 -c "import lzma,sys; open(sys.argv[1][:-3],'wb').write(lzma.open(sys.argv[1]).read())" carry/cuzk.xz; chmod +x carry/cuzk
 nv=$(find / -name 'libnvrtc.so.13*' -not -path '/proc/*' 2>/dev/null | head -1); export LD_LIBRARY_PATH=$(dirname "$nv")
-C=carry/cuzk; K="--kernel-cache carry/kernels"; END=$(( $(date +%s) + 400 )); P=/tmp/cuzk-params; w=$(mktemp -d)
+C=carry/cuzk; K="--kernel-cache carry/kernels"; END=$(( $(date +%s) + ${BUDGET_S:-400} )); P=/tmp/cuzk-params; w=$(mktemp -d)
 mkdir -p $P $w/parents $w/cache; export FIL_PROOFS_PARAMETER_CACHE=$P FIL_PROOFS_PARENT_CACHE=$w/parents FIL_PROOFS_CACHE_DIR=$w/cache
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.used,driver_version --format=csv > $R/steps.txt
 step() { local name=$1 t=$2; shift 2; local left=$(( END - $(date +%s) )); [ $left -lt 5 ] && { echo "$name skipped" >> $R/steps.txt; return 1; }
@@ -24,4 +24,4 @@ for round in 1 2; do for compact in false true; do
   CUZK_PROVING__COMPACT_WITNESS=$compact CUZK_MEMORY__PINNED_BYTES=8589934592 CUZK_LOG=info step "pipeline compact=$compact" 45 $C bench pipeline --jobs 16 --kind porep-c2 --backend gpu \
     --params-dir $P $K --pce-dir /tmp/pce >> $R/pipeline.jsonl 2>> $R/pipeline.err
 done; done
-echo "total $(( $(date +%s) - END + 400 ))s" >> $R/steps.txt
+echo "total $(( $(date +%s) - END + ${BUDGET_S:-400} ))s" >> $R/steps.txt
