@@ -212,3 +212,33 @@ fn each_synthesis_paths_reservation_bounds_its_measured_peak_porep_and_winning_p
         assert!(reserved[2] < reserved[1], "{kind}");
     }
 }
+
+/// `cuzk bench witness` makes a compact witness of a larger shape from a real 2 KiB PoRep
+/// witness repeated: every value pushed, the mix kept, held within the engine's compact
+/// reservation and far under the plain witness's 32 bytes a value.
+#[test]
+fn a_larger_shapes_compact_witness_keeps_the_mix_and_fits_its_reservation() {
+    let dir = tempfile::tempdir().unwrap();
+    let aux: u64 = 7_000_001;
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["bench", "witness", "--kind", "porep-c2", "--aux"])
+        .arg(aux.to_string())
+        .args(["--inputs", "328", "--domain-log2", "23", "--pce-dir"])
+        .arg(dir.path())
+        .env("CUZK_LOG", "warn")
+        .env("FIL_PROOFS_PARAMETER_CACHE", common::params_dir())
+        .output()
+        .expect("running cuzk bench witness");
+    assert!(out.status.success(), "cuzk bench witness: {}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let w = &report["witness"];
+    let n = |key: &str| w[key].as_u64().unwrap_or_else(|| panic!("no {key}: {report}"));
+    assert_eq!(n("values"), aux, "{report}");
+    assert_eq!(n("zeros") + n("ones") + n("others"), aux, "{report}");
+    // A PoRep witness is nearly all bits.
+    assert!(n("others") * 20 < aux, "{report}");
+    let reserved = report["reserved_bytes"]["compact"].as_u64().unwrap();
+    assert!(n("held_bytes") <= reserved, "{report}");
+    assert!(n("peak_rss_growth_bytes") <= reserved, "{report}");
+    assert!(n("held_bytes") * 10 < aux * 32, "{report}");
+}

@@ -108,6 +108,25 @@ pub enum BenchCommand {
         #[arg(long)]
         no_resident_bases: bool,
     },
+    /// What a partition of a larger circuit's shape holds as its compact witness: a real 2 KiB
+    /// partition's witness (its 0s, 1s and other values, in its order) pushed again and again
+    /// until `--aux` values, as the witness system pushes them; its bytes, the peak RSS growth
+    /// while it is made, and what the engine reserves for a partition of that shape per path.
+    Witness {
+        /// The kind whose 2 KiB witness is repeated.
+        #[arg(long, default_value = "porep-c2", value_parser = kind_parser())]
+        kind: ProofKind,
+        /// The shape: aux values, inputs, evaluation domain (log2); e.g. a 32 GiB PoRep
+        /// partition's, from `cuzk pce extract --sector-size 32GiB`.
+        #[arg(long)]
+        aux: usize,
+        #[arg(long)]
+        inputs: usize,
+        #[arg(long)]
+        domain_log2: u32,
+        #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
+        pce_dir: PathBuf,
+    },
     /// Time synthesis of one partition per proof kind through the PCE (extracted first if
     /// missing) and, with --compare full, on the full path in the same run: seconds, peak RSS,
     /// and whether both made the same synthesized proof.
@@ -290,6 +309,29 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             println!(
                 "{}",
                 serde_json::to_string_pretty(&json!({"bench": "synth", "kinds": reports}))?
+            );
+            Ok(())
+        }
+        BenchCommand::Witness {
+            kind,
+            aux,
+            inputs,
+            domain_log2,
+            pce_dir,
+        } => {
+            let store = crate::pce::PceStore::open(&pce_dir)?;
+            let job = prepare(fresh_sample(kind, 2 << 10)?)?;
+            let shape = crate::synth::HostBytes::new(1 << domain_log2, inputs, aux);
+            let report = bench_witness(job.as_ref(), aux, &store)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json!({
+                    "bench": "witness",
+                    "kind": kind,
+                    "shape": {"aux": aux, "inputs": inputs, "domain_log2": domain_log2},
+                    "witness": report,
+                    "reserved_bytes": {"full": shape.full, "compact": shape.compact},
+                }))?
             );
             Ok(())
         }
@@ -656,6 +698,46 @@ fn bench_synth(
         );
     }
     Ok(report)
+}
+
+/// A compact witness of `aux` values made from `job`'s partition 0 (synthesized compact through
+/// its PCE, extracted into `store` if missing), repeated: its mix, bytes and peak RSS growth.
+fn bench_witness(
+    job: &dyn ProofJob,
+    aux: usize,
+    store: &crate::pce::PceStore,
+) -> Result<serde_json::Value> {
+    let circuit = job.circuit_id();
+    circuit.obtain_pce(store, false)?;
+    let pce: std::sync::Arc<dyn crate::pce::HoldsPce> = std::sync::Arc::new(
+        store
+            .load(&circuit.pce_key()?)?
+            .context("the PCE file vanished after extraction")?,
+    );
+    let source = match job.synthesize_with(0, Through::Compact(&pce), &crate::synth::Heap)? {
+        (crate::pce::Synthesized::Compact(proof), _) => proof.witness,
+        (_, path) => bail!("the compact synthesis took the {} path", path.as_str()),
+    };
+    let before = reset_peak_rss();
+    let start = Instant::now();
+    let mut witness = crate::synth::CompactWitness::with_capacity(aux);
+    while witness.len() < aux {
+        witness.extend_from_first(&source, aux - witness.len());
+    }
+    witness.shrink_to_fit();
+    let made_s = start.elapsed().as_secs_f64();
+    let peak = proc_status_bytes("VmHWM:").saturating_sub(before);
+    let (zeros, ones, others) = witness.counts();
+    Ok(json!({
+        "source_values": source.len(),
+        "values": witness.len(),
+        "zeros": zeros,
+        "ones": ones,
+        "others": others,
+        "held_bytes": witness.heap_bytes(),
+        "peak_rss_growth_bytes": peak,
+        "made_s": made_s,
+    }))
 }
 
 /// SHA-256 of everything a synthesized proof holds: equal digests, equal proofs.

@@ -74,9 +74,14 @@ impl CompactWitness {
 
     /// Appends every value of `other`.
     pub fn extend_from(&mut self, other: &CompactWitness) {
+        self.extend_from_first(other, other.len);
+    }
+
+    /// Appends the first `n` values of `other` (all of them where it has fewer).
+    pub fn extend_from_first(&mut self, other: &CompactWitness, n: usize) {
         // Its other values come in index order: walk them beside the codes.
         let mut others = other.other_value.iter();
-        for i in 0..other.len {
+        for i in 0..n.min(other.len) {
             self.push(match other.code(i) {
                 ZERO => Scalar::ZERO,
                 ONE => Scalar::ONE,
