@@ -53,7 +53,8 @@ pub struct Metrics {
     pub pce_load_seconds: HistogramVec,
     /// Seconds of device work per GPU (brought up to date when scraped).
     pub gpu_busy_seconds: CounterVec,
-    /// Device bytes of parameter-set bases resident per GPU (set when scraped).
+    /// Device bytes of parameter-set bases and PCE matrices resident per GPU (set when
+    /// scraped).
     pub gpu_resident_bytes: IntGaugeVec,
 }
 
