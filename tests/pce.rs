@@ -232,7 +232,11 @@ fn a_larger_shapes_compact_witness_keeps_the_mix_and_fits_its_reservation() {
     assert!(out.status.success(), "cuzk bench witness: {}", stderr(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let w = &report["witness"];
-    let n = |key: &str| w[key].as_u64().unwrap_or_else(|| panic!("no {key}: {report}"));
+    let n = |key: &str| {
+        w[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {key}: {report}"))
+    };
     assert_eq!(n("values"), aux, "{report}");
     assert_eq!(n("zeros") + n("ones") + n("others"), aux, "{report}");
     // A PoRep witness is nearly all bits.
