@@ -315,6 +315,8 @@ impl Partitions<'_> {
         step(Step::Synthesis)?;
         let entry = self.ledger.enter(Stage::Synthesizing, Held::default());
         let start = Instant::now();
+        // A PCE found wrong since this partition was admitted is not used.
+        let pce = pce.filter(|_| lock(&run.pce).is_some());
         let shared: Option<Arc<dyn HoldsPce>> = pce
             .as_ref()
             .filter(|_| compact)
@@ -324,9 +326,17 @@ impl Partitions<'_> {
             (None, Some(set)) => Through::Pce(&set.value),
             (None, None) => Through::Full,
         };
-        let synthesized =
-            run.job
-                .synthesize_with(k, through, &PoolBuffers::new(lease.as_ref(), &self.pooled));
+        let synthesized = match (compact, &through) {
+            // Admitted compact, its PCE gone: the full path, under its own reservation.
+            (true, Through::Full) => Err(CircuitError::CompactRefused {
+                partition: k,
+                why: "the PCE was found wrong after this partition was admitted".into(),
+            }),
+            _ => {
+                run.job
+                    .synthesize_with(k, through, &PoolBuffers::new(lease.as_ref(), &self.pooled))
+            }
+        };
         drop(shared);
         // The buffers taken keep their memory lent; the rest goes back to the pool now.
         drop((pce, lease));
