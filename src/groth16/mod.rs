@@ -72,6 +72,18 @@ pub struct Assignment<'a> {
 }
 
 impl<'a> Assignment<'a> {
+    /// An assignment of aux values 32 bytes each, with A's aux, B's input and B's aux densities.
+    pub fn values(inputs: &'a [Scalar], aux: &'a [Scalar], densities: [&'a Density; 3]) -> Self {
+        let [a_aux_density, b_input_density, b_aux_density] = densities;
+        Assignment {
+            inputs,
+            aux: Aux::Values(aux),
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        }
+    }
+
     /// The assignment of a compact proof: its inputs, its compact witness, its PCE's densities.
     pub fn compact(proof: &'a CompactProof) -> Assignment<'a> {
         let [a_aux_density, b_input_density, b_aux_density] = proof.densities();
@@ -187,13 +199,11 @@ pub fn g1_sums_expanded<B: Backend + ?Sized>(
         b_input_density,
         b_aux_density,
     } = full;
-    let w = Assignment {
-        inputs: &inputs,
-        aux: Aux::Values(&aux),
-        a_aux_density: &a_aux_density,
-        b_input_density: &b_input_density,
-        b_aux_density: &b_aux_density,
-    };
+    let w = Assignment::values(
+        &inputs,
+        &aux,
+        [&a_aux_density, &b_input_density, &b_aux_density],
+    );
     backend.g1_sums(srs, a, b, c, w, b_g2)
 }
 

@@ -13,7 +13,7 @@ use group::{prime::PrimeCurveAffine, Curve};
 use serde::Serialize;
 
 use super::msm::MsmStats;
-use super::{Assignment, Aux, Backend, G1Sums, Proof, ProveError};
+use super::{Assignment, Backend, G1Sums, Proof, ProveError};
 use crate::pce::Synthesized;
 use crate::srs::Srs;
 use crate::synth::{Density, SynthesizedProof};
@@ -122,20 +122,15 @@ pub fn prove_start(
                 b_input_density,
                 b_aux_density,
             } = synth;
+            let densities = [&a_aux_density, &b_input_density, &b_aux_density];
             check_shape(
                 srs,
                 [a.len(), b.len(), c.len()],
                 &inputs,
                 aux.len(),
-                [&a_aux_density, &b_input_density, &b_aux_density],
+                densities,
             )?;
-            let w = Assignment {
-                inputs: &inputs,
-                aux: Aux::Values(&aux),
-                a_aux_density: &a_aux_density,
-                b_input_density: &b_input_density,
-                b_aux_density: &b_aux_density,
-            };
+            let w = Assignment::values(&inputs, &aux, densities);
             let (sums, b_scalars) =
                 beside_b_scalars(w, with_b_g2, || backend.g1_sums(srs, a, b, c, w, with_b_g2));
             let started = started(sums?, b_scalars, w, r, s, start);
