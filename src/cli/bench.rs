@@ -427,11 +427,11 @@ fn bench_job(
     let prove_s = timings.total.as_secs_f64();
     let mut ours = Vec::new();
     proof.write(&mut ours)?;
-    let verified = if job.partitions() == 1 {
-        Some(job.finish(&[proof], &vk).is_ok())
-    } else {
-        None
+    // Whether a proof verifies, where one partition is the whole proof.
+    let verify = |proof: crate::groth16::Proof<blstrs::Bls12>| {
+        (job.partitions() == 1).then(|| job.finish(&[proof], &vk).is_ok())
     };
+    let verified = verify(proof);
 
     let mut report = json!({
         "bench": "prove",
@@ -459,9 +459,6 @@ fn bench_job(
     });
 
     if let Some(through_pce) = compact_synth {
-        let verify = |proof: crate::groth16::Proof<blstrs::Bls12>| {
-            (job.partitions() == 1).then(|| job.finish(&[proof], &vk).is_ok())
-        };
         let same_bytes = |proof: &crate::groth16::Proof<blstrs::Bls12>| -> Result<bool> {
             let mut bytes = Vec::new();
             proof.write(&mut bytes)?;
@@ -707,13 +704,8 @@ fn bench_witness(
     aux: usize,
     store: &crate::pce::PceStore,
 ) -> Result<serde_json::Value> {
-    let circuit = job.circuit_id();
-    circuit.obtain_pce(store, false)?;
-    let pce: std::sync::Arc<dyn crate::pce::HoldsPce> = std::sync::Arc::new(
-        store
-            .load(&circuit.pce_key()?)?
-            .context("the PCE file vanished after extraction")?,
-    );
+    let (pce, _) = job.circuit_id().obtain_pce(store, false)?;
+    let pce: std::sync::Arc<dyn crate::pce::HoldsPce> = std::sync::Arc::new(pce);
     let source = match job.synthesize_with(0, Through::Compact(&pce), &crate::synth::Heap)? {
         (crate::pce::Synthesized::Compact(proof), _) => proof.witness,
         (_, path) => bail!("the compact synthesis took the {} path", path.as_str()),
