@@ -161,6 +161,26 @@ fn two_processes_racing_extract_once_and_both_get_the_good_file() {
     assert_eq!(extract(dir.path())["extracted"], false, "the file is good");
 }
 
+/// `cuzk bench <args> --pce-dir <a fresh directory>` run to the end: its JSON report.
+fn bench(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .arg("bench")
+        .args(args)
+        .arg("--pce-dir")
+        .arg(dir.path())
+        .env("CUZK_LOG", "warn")
+        .env("FIL_PROOFS_PARAMETER_CACHE", common::params_dir())
+        .output()
+        .expect("running cuzk bench");
+    assert!(
+        out.status.success(),
+        "cuzk bench {args:?}: {}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
 /// The reservation the engine admits a partition with bounds what its synthesis takes, on
 /// every path: `cuzk bench synth` (a process of its own, so its peak RSS is the synthesis's)
 /// measures one synthesis per path, its peak RSS growth and what it holds after, for a PoRep
@@ -168,17 +188,15 @@ fn two_processes_racing_extract_once_and_both_get_the_good_file() {
 /// worst case).
 #[test]
 fn each_synthesis_paths_reservation_bounds_its_measured_peak_porep_and_winning_post() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["bench", "synth", "--kinds", "porep-c2,winning-post"])
-        .args(["--compare", "full", "--runs", "1", "--pce-dir"])
-        .arg(dir.path())
-        .env("CUZK_LOG", "warn")
-        .env("FIL_PROOFS_PARAMETER_CACHE", common::params_dir())
-        .output()
-        .expect("running cuzk bench synth");
-    assert!(out.status.success(), "cuzk bench synth: {}", stderr(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let report = bench(&[
+        "synth",
+        "--kinds",
+        "porep-c2,winning-post",
+        "--compare",
+        "full",
+        "--runs",
+        "1",
+    ]);
     let kinds = report["kinds"].as_array().expect("kinds");
     assert_eq!(kinds.len(), 2, "{report}");
     for kind in kinds {
@@ -218,19 +236,18 @@ fn each_synthesis_paths_reservation_bounds_its_measured_peak_porep_and_winning_p
 /// reservation and far under the plain witness's 32 bytes a value.
 #[test]
 fn a_larger_shapes_compact_witness_keeps_the_mix_and_fits_its_reservation() {
-    let dir = tempfile::tempdir().unwrap();
     let aux: u64 = 7_000_001;
-    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["bench", "witness", "--kind", "porep-c2", "--aux"])
-        .arg(aux.to_string())
-        .args(["--inputs", "328", "--domain-log2", "23", "--pce-dir"])
-        .arg(dir.path())
-        .env("CUZK_LOG", "warn")
-        .env("FIL_PROOFS_PARAMETER_CACHE", common::params_dir())
-        .output()
-        .expect("running cuzk bench witness");
-    assert!(out.status.success(), "cuzk bench witness: {}", stderr(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let report = bench(&[
+        "witness",
+        "--kind",
+        "porep-c2",
+        "--aux",
+        &aux.to_string(),
+        "--inputs",
+        "328",
+        "--domain-log2",
+        "23",
+    ]);
     let w = &report["witness"];
     let n = |key: &str| {
         w[key]
