@@ -2,8 +2,9 @@
 //! is taken when the partition is admitted (before its synthesis, for the sizes its parameter
 //! set gives), and every synthesis path takes its vectors from it ([`PoolBuffers`]). A vector
 //! that does not fit its buffer, or a partition admitted with no lease (no pool, or the pool
-//! full), is on the heap, with room for the whole vector from the start: counted as unpooled (`cuzk_synthesis_buffer_bytes_total{place="heap"}`),
-//! which stays flat while the pool is sized right.
+//! full), is on the heap, with room for the whole vector from the start: counted as unpooled
+//! (`cuzk_synthesis_buffer_bytes_total{place="heap"}`), which stays flat while the pool is
+//! sized right.
 
 use std::ptr::NonNull;
 
