@@ -9,6 +9,7 @@
 #include "ff/fp2.cuh"
 #include "ec/affine.cuh"
 #include "msm/digits.cuh"
+#include "msm/table.cuh"
 
 template <int N>
 static void parse(const std::string &hex, u32 *out) {
@@ -93,6 +94,22 @@ int main() {
                 print<12>(out[k].x.l);
                 printf(":");
                 print<12>(out[k].y.l);
+            }
+        } else if (op == "g1_window_multiples") {
+            // x, y: the point (infinity 0 0); z = "c:windows"; prints 2^(c·w)·p for each window
+            // as "x:y" separated by spaces.
+            affine_t<fp_t> p;
+            parse<12>(x, p.x.l);
+            parse<12>(y, p.y.l);
+            size_t colon = z.find(':');
+            u32 c = (u32)std::stoul(z.substr(0, colon)), windows = (u32)std::stoul(z.substr(colon + 1));
+            affine_t<fp_t> out[MSM_TABLE_WINDOWS];
+            window_multiples(p, c, windows, [&](u32 w, const affine_t<fp_t> &q) { out[w] = q; });
+            for (u32 w = 0; w < windows; w++) {
+                if (w) printf(" ");
+                print<12>(out[w].x.l);
+                printf(":");
+                print<12>(out[w].y.l);
             }
         } else if (op == "fr_mul" || op == "fr_add" || op == "fr_sub" || op == "fr_from_mont") {
             fr_t a, b;

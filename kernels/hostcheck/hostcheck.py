@@ -104,6 +104,20 @@ def main():
             qs.append(q)
         want = " ".join(mont_point(g1_add(p, q)) for p, q in zip(ps, qs))
         cases.append((f"g1_add_batch {','.join(map(mont_point, ps))} {','.join(map(mont_point, qs))}", want))
+    # Fixed-base windows: 2^(c·w)·p for every window, one inversion for all; infinity, the
+    # generator, random multiples; the shapes the MSM uses (c >= 16) and short ones.
+    for point, c, windows in [
+        (None, 16, 16),
+        (gen, 16, 16),
+        (g1_mul(rnd.randrange(1, R), gen), 20, 13),
+        (g1_mul(rnd.randrange(1, R), gen), 24, 11),
+        (g1_mul(rnd.randrange(1, R), gen), 3, 5),
+        (g1_mul(rnd.randrange(1, R), gen), 18, 1),
+        (g1_mul(rnd.randrange(1, R), gen), 17, 2),
+    ]:
+        want = " ".join(mont_point(g1_mul(2 ** (c * w), point) if point else None) for w in range(windows))
+        x, y = mont_point(point).split(":")
+        cases.append((f"g1_window_multiples {x} {y} {c}:{windows}", want))
     for _ in range(300):
         a = rnd.choice(edge_r + [rnd.randrange(R)] * 4)
         b = rnd.choice(edge_r + [rnd.randrange(R)] * 4)
@@ -181,7 +195,7 @@ def main():
             if total != want or not in_range:
                 bad += 1
                 print("MISMATCH", case, total, want)
-        elif case.startswith("g1_add_batch"):
+        elif case.startswith("g1_add_batch") or case.startswith("g1_window_multiples"):
             norm = lambda text: [tuple(int(v, 16) for v in pt.split(":")) for pt in text.split()]
             if norm(got) != norm(want):
                 bad += 1

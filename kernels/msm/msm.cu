@@ -15,11 +15,14 @@
 //    which msm_fixup_* adds up, one warp per crossing run.
 // 6. msm_window_level_*: per window, Σ_k (k+1)·bucket_k, in levels of K buckets (running sums),
 //    until one point per window is left.
-// The host weighs the W window sums by 2^(c·w) and adds the ones' sum.
+// The host weighs the W window sums by 2^(c·w) and adds the ones' sum. With a fixed-base table
+// of the bases (msm_window_table_*: 2^(c·w)·P for every window w), the windows share one set of
+// buckets and there is one window sum.
 
 #include "ff/fr.cuh"
 #include "ec/xyzz.cuh"
 #include "msm/digits.cuh"
+#include "msm/table.cuh"
 #include "util/warp.cuh"
 
 // tail_bucket of a chunk without a tail.
@@ -53,22 +56,31 @@ extern "C" __global__ void msm_split(const fr_t *scalars, u32 positions, u32 poi
     }
 }
 
-extern "C" __global__ void msm_histogram(const fr_t *scalars, u32 m, u32 c, u32 *bucket_counts) {
+// With a fixed-base table (stride nonzero: msm_window_table_*), window w's digits go to the
+// one window's buckets, and its entries name point w·stride + i of the table.
+FN u32 msm_bucket(u32 key, u32 c, u32 stride) {
+    key &= ~MSM_NEGATE;
+    return stride ? key & ((1u << (c - 1)) - 1) : key;
+}
+
+extern "C" __global__ void msm_histogram(const fr_t *scalars, u32 m, u32 c, u32 stride,
+                                         u32 *bucket_counts) {
     u32 k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= m) return;
     for_each_digit(scalars[k], c,
-                   [&](u32 b) { atomicAdd(&bucket_counts[b & ~MSM_NEGATE], 1u); });
+                   [&](u32 b) { atomicAdd(&bucket_counts[msm_bucket(b, c, stride)], 1u); });
 }
 
 // cursor starts as the runs' offsets and ends as their ends.
 extern "C" __global__ void msm_scatter(const fr_t *scalars, const u32 *points, u32 m, u32 c,
-                                       u32 *cursor, u32 *entries) {
+                                       u32 stride, u32 *cursor, u32 *entries) {
     u32 k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= m) return;
     u32 point = points[k];
     for_each_digit(scalars[k], c, [&](u32 b) {
-        u32 at = atomicAdd(&cursor[b & ~MSM_NEGATE], 1u);
-        entries[at] = point | (b & MSM_NEGATE);
+        u32 at = atomicAdd(&cursor[msm_bucket(b, c, stride)], 1u);
+        u32 window = stride ? (b & ~MSM_NEGATE) >> (c - 1) : 0;
+        entries[at] = (point + window * stride) | (b & MSM_NEGATE);
     });
 }
 
@@ -194,6 +206,15 @@ FN void msm_window_level(const xyzz_t<F> *x, const xyzz_t<F> *y, u32 first, u32 
     for (u32 d = 0; d < log_k; d++) xyzz_dbl(run);
     x_out[g] = run;
     y_out[g] = acc;
+}
+
+// table[w·n + i] = 2^(c·w)·bases[i] for w < windows (at most MSM_TABLE_WINDOWS).
+extern "C" __global__ void msm_window_table_g1(const affine_t<fp_t> *bases, u32 n, u32 c,
+                                              u32 windows, affine_t<fp_t> *table) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    window_multiples(bases[i], c, windows,
+                     [&](u32 w, const affine_t<fp_t> &q) { table[(u64)w * n + i] = q; });
 }
 
 extern "C" __global__ void msm_sum_listed_g1(const affine_t<fp_t> *bases, const u32 *list,

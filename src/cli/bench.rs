@@ -75,6 +75,9 @@ pub enum BenchCommand {
         /// each path held on the host beside what it was reserved.
         #[arg(long)]
         compact: bool,
+        /// Prove the H MSM without its fixed-base table (to measure the difference).
+        #[arg(long)]
+        no_window_tables: bool,
         #[command(flatten)]
         params: ParamsLocation,
         #[command(flatten)]
@@ -232,6 +235,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             compare,
             pinned,
             compact,
+            no_window_tables,
             params,
             backend,
         } => {
@@ -245,12 +249,14 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             if request.kind() != kind {
                 bail!("the request is {}, not {kind}", request.kind());
             }
+            let backend = provers.backends[0].as_ref();
+            backend.window_tables(!no_window_tables);
             bench_job(
                 prepare(request)?.as_ref(),
                 &params_dir,
                 partition,
                 compare,
-                provers.backends[0].as_ref(),
+                backend,
                 pinned,
                 compact,
             )

@@ -89,6 +89,10 @@ pub struct GpuBenchArgs {
     /// (--op h, partition; --op transfer always uses it).
     #[arg(long)]
     pinned: bool,
+    /// The MSM (--op msm, G1: the H query) and h's MSM (--op h, partition) without the fixed-base
+    /// table (to measure the difference).
+    #[arg(long)]
+    no_window_tables: bool,
 }
 
 pub fn run(args: GpuBenchArgs) -> Result<()> {
@@ -101,6 +105,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
         &args.kernel_cache,
         FieldCode::portable(args.portable_field),
     )?;
+    backend.window_tables(!args.no_window_tables);
     let n = 1usize << args.log2;
     let clock = Instant::now();
     let mut work = Work::new(&args, n, &backend)?;
@@ -132,6 +137,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
             "scalars": format!("{:?}", args.scalars).to_lowercase(),
             "curve": format!("{:?}", args.curve).to_lowercase(),
             "gpu": g.info.name,
+            "window_tables": !args.no_window_tables,
             "setup_s": setup_s,
             "pinned": work.pool.as_ref().map(|(pool, registered_s)| json!({
                 "locked_bytes": pool.status().locked_bytes,

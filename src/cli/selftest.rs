@@ -18,7 +18,7 @@ use crate::gpu::kernels::FieldCode;
 use crate::gpu::GpuBackend;
 use crate::groth16::domain::Domain;
 use crate::groth16::msm::{msm, MsmCurve};
-use crate::groth16::{Assignment, Backend, CpuBackend, WitnessSums};
+use crate::groth16::{Assignment, Backend, CpuBackend, G1Query, WitnessSums};
 use crate::synth::Density;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -36,6 +36,10 @@ pub enum Check {
     /// Whole proofs of synthetic circuits from their compact witness (a, b and c computed on
     /// the device) against the CPU's from the full path, verified; a changed value refused.
     Compact,
+    /// The H query's MSM through its fixed-base table, made on the device from its bases: the
+    /// G1 cases (random, witness-like, edge and crowded scalars, repeated points and
+    /// identities), the table used wherever its shape pays.
+    Table,
 }
 
 #[derive(Args)]
@@ -111,6 +115,9 @@ pub fn run(args: SelftestArgs) -> Result<()> {
         }
         if wanted(Check::Compact) {
             t.compact(args.max_log2)?;
+        }
+        if wanted(Check::Table) {
+            t.table(args.max_log2)?;
         }
         failures += t.failures;
         checks += t.checks;
@@ -371,52 +378,11 @@ impl Tester<'_> {
     }
 
     fn msm<C: TestCurve>(&mut self, max_log2: u32) -> Result<()> {
-        let mut lens: Vec<usize> = vec![1, 2, 3, 7, 100, 1000, 1025, 4097, 65537];
-        lens.extend(
-            sizes(max_log2, &[20, 22, 24])
-                .into_iter()
-                .map(|l| 1usize << l),
-        );
+        let lens = msm_lens(max_log2);
         let max = *lens.iter().max().unwrap_or(&1);
         let bases = random_bases::<C>(max, 7);
         for (i, &n) in lens.iter().enumerate() {
-            let mut cases: Vec<Case<C::Affine>> = vec![
-                (
-                    "random",
-                    bases[..n].to_vec(),
-                    random_scalars(n, 500 + i as u64),
-                ),
-                (
-                    "witness-like (0, 1, r-1)",
-                    bases[..n].to_vec(),
-                    witness_scalars(n, i as u64),
-                ),
-            ];
-            if n <= 1 << 20 {
-                // One point repeated (bucket doublings) with identities mixed in.
-                let p = bases[0];
-                let mut repeated: Vec<C::Affine> = vec![p; n];
-                for k in (0..n).step_by(5) {
-                    repeated[k] = C::identity_affine();
-                }
-                cases.push(("repeated point + identities", repeated, edge_scalars(n)));
-                cases.push((
-                    "all zero scalars",
-                    bases[..n].to_vec(),
-                    vec![Scalar::ZERO; n],
-                ));
-                cases.push(("all one scalars", bases[..n].to_vec(), vec![Scalar::ONE; n]));
-                // Few distinct digits: a handful of buckets hold every entry, across many chunks.
-                let small = (0..n).map(|k| Scalar::from(2 + (k % 8) as u64)).collect();
-                cases.push(("scalars 2..9 (crowded buckets)", bases[..n].to_vec(), small));
-                let one = random_scalars(1, 900 + i as u64)[0];
-                cases.push((
-                    "one random scalar repeated",
-                    bases[..n].to_vec(),
-                    vec![one; n],
-                ));
-            }
-            for (name, b, s) in cases {
+            for (name, b, s) in msm_cases::<C>(&bases, n, i as u64) {
                 let clock = Instant::now();
                 let (got, _) = C::gpu_msm(self.gpu, &b, &s)?;
                 let gpu_s = clock.elapsed().as_secs_f64();
@@ -433,6 +399,99 @@ impl Tester<'_> {
         }
         Ok(())
     }
+
+    /// The G1 MSM cases through the H query of a parameter set of their bases, whose fixed-base
+    /// table the backend makes on the device; from 2^16 points on (where a table pays) it must
+    /// have been used whenever scalars past 1 went through Pippenger.
+    fn table(&mut self, max_log2: u32) -> Result<()> {
+        let lens = msm_lens(max_log2);
+        let max = *lens.iter().max().unwrap_or(&1);
+        let bases = random_bases::<G1Projective>(max, 7);
+        self.gpu.record_stages(true);
+        for (i, &n) in lens.iter().enumerate() {
+            for (k, (name, b, s)) in msm_cases::<G1Projective>(&bases, n, i as u64)
+                .into_iter()
+                .enumerate()
+            {
+                let mut srs = super::bench_gpu::srs(b, Vec::new());
+                srs.id = crate::srs::SrsId::in_memory(5000 + 100 * i as u64 + k as u64);
+                self.gpu.stage_times();
+                let clock = Instant::now();
+                let (got, stats) = self.gpu.msm_g1_query(&srs, G1Query::H, &s)?;
+                let gpu_s = clock.elapsed().as_secs_f64();
+                let table = self
+                    .gpu
+                    .stage_times()
+                    .iter()
+                    .any(|t| t.stage.contains(", table,"));
+                let clock = Instant::now();
+                let (want, _) = msm::<G1Projective>(&srs.h, &s);
+                let cpu_s = clock.elapsed().as_secs_f64();
+                let table_expected = n > 1 << 16 && stats.others > 0;
+                self.report(
+                    got == want && (table || !table_expected),
+                    format!("msm g1 n {n} {name} (H query, table used: {table})"),
+                    gpu_s,
+                    cpu_s,
+                );
+                drop(srs);
+                self.gpu.keep_bases(false);
+                self.gpu.keep_bases(true);
+            }
+        }
+        self.gpu.record_stages(false);
+        Ok(())
+    }
+}
+
+/// The MSM sizes the selftest checks up to 2^max_log2.
+fn msm_lens(max_log2: u32) -> Vec<usize> {
+    let mut lens: Vec<usize> = vec![1, 2, 3, 7, 100, 1000, 1025, 4097, 65537];
+    lens.extend(
+        sizes(max_log2, &[20, 22, 24])
+            .into_iter()
+            .map(|l| 1usize << l),
+    );
+    lens
+}
+
+/// The MSM cases of `n` of `bases`: random and witness-like scalars always; up to 2^20 points
+/// also repeated points with identities, all zeros, all ones, crowded buckets and one scalar
+/// repeated. `i` seeds the scalars.
+fn msm_cases<C: TestCurve>(bases: &[C::Affine], n: usize, i: u64) -> Vec<Case<C::Affine>> {
+    let mut cases: Vec<Case<C::Affine>> = vec![
+        ("random", bases[..n].to_vec(), random_scalars(n, 500 + i)),
+        (
+            "witness-like (0, 1, r-1)",
+            bases[..n].to_vec(),
+            witness_scalars(n, i),
+        ),
+    ];
+    if n <= 1 << 20 {
+        // One point repeated (bucket doublings) with identities mixed in.
+        let p = bases[0];
+        let mut repeated: Vec<C::Affine> = vec![p; n];
+        for k in (0..n).step_by(5) {
+            repeated[k] = C::identity_affine();
+        }
+        cases.push(("repeated point + identities", repeated, edge_scalars(n)));
+        cases.push((
+            "all zero scalars",
+            bases[..n].to_vec(),
+            vec![Scalar::ZERO; n],
+        ));
+        cases.push(("all one scalars", bases[..n].to_vec(), vec![Scalar::ONE; n]));
+        // Few distinct digits: a handful of buckets hold every entry, across many chunks.
+        let small = (0..n).map(|k| Scalar::from(2 + (k % 8) as u64)).collect();
+        cases.push(("scalars 2..9 (crowded buckets)", bases[..n].to_vec(), small));
+        let one = random_scalars(1, 900 + i)[0];
+        cases.push((
+            "one random scalar repeated",
+            bases[..n].to_vec(),
+            vec![one; n],
+        ));
+    }
+    cases
 }
 
 impl Tester<'_> {

@@ -143,6 +143,9 @@ pub struct GpuBackend {
     stages: Mutex<Vec<StageTime>>,
     pub(super) resident: Mutex<Resident>,
     pub(super) keep_bases: AtomicBool,
+    /// Whether the H query gets a fixed-base table where device memory allows (on by default;
+    /// off only to measure the difference).
+    pub(super) window_tables: AtomicBool,
     pub(super) pool: Pool,
     /// Page-locked halves every upload from other memory goes through.
     staging: Mutex<Staging>,
@@ -255,6 +258,7 @@ impl GpuBackend {
             stages: Mutex::new(Vec::new()),
             resident: Mutex::new(Resident::default()),
             keep_bases: AtomicBool::new(true),
+            window_tables: AtomicBool::new(true),
             pool: Pool::keeping(gpu)?,
             staging: Mutex::new(staging),
             registered: Mutex::new(None),
@@ -532,6 +536,13 @@ impl Backend for GpuBackend {
         self.keep_bases.store(on, Ordering::Relaxed);
         if !on {
             lock(&self.resident).clear();
+        }
+    }
+
+    fn window_tables(&self, on: bool) {
+        self.window_tables.store(on, Ordering::Relaxed);
+        if !on {
+            lock(&self.resident).let_go_extras();
         }
     }
 

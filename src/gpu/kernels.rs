@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 pub const PROGRAM: (&str, &str) = ("cuzk.cu", include_str!("../../kernels/cuzk.cu"));
 
 /// Every kernel source, by the path `#include` names it with (relative to kernels/).
-pub const FILES: [(&str, &str); 17] = [
+pub const FILES: [(&str, &str); 18] = [
     (
         "util/common.cuh",
         include_str!("../../kernels/util/common.cuh"),
@@ -39,6 +39,7 @@ pub const FILES: [(&str, &str); 17] = [
         "msm/digits.cuh",
         include_str!("../../kernels/msm/digits.cuh"),
     ),
+    ("msm/table.cuh", include_str!("../../kernels/msm/table.cuh")),
     (
         "groth16/spmv.cu",
         include_str!("../../kernels/groth16/spmv.cu"),
@@ -81,12 +82,13 @@ pub enum Kernel {
     MsmFixupG2,
     MsmWindowLevelG1,
     MsmWindowLevelG2,
+    MsmWindowTableG1,
     PairSumsG1,
     PairSumsG2,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 28] = [
+    pub const ALL: [Kernel; 29] = [
         Kernel::ScanTiles,
         Kernel::ScanAdd,
         Kernel::BitReverse,
@@ -113,6 +115,7 @@ impl Kernel {
         Kernel::MsmFixupG2,
         Kernel::MsmWindowLevelG1,
         Kernel::MsmWindowLevelG2,
+        Kernel::MsmWindowTableG1,
         Kernel::PairSumsG1,
         Kernel::PairSumsG2,
     ];
@@ -146,6 +149,7 @@ impl Kernel {
             Kernel::MsmFixupG2 => "msm_fixup_g2",
             Kernel::MsmWindowLevelG1 => "msm_window_level_g1",
             Kernel::MsmWindowLevelG2 => "msm_window_level_g2",
+            Kernel::MsmWindowTableG1 => "msm_window_table_g1",
             Kernel::PairSumsG1 => "pair_sums_g1",
             Kernel::PairSumsG2 => "pair_sums_g2",
         }

@@ -5,6 +5,7 @@
 //! reduced on the device, and the host weighs the few window sums by 2^(c·w).
 
 use std::ops::Deref;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,6 +18,7 @@ use super::backend::{launch, words, GpuBackend, GpuError, Lane, Words};
 use super::kernels::Kernel;
 use super::resident::BasesKey;
 use crate::groth16::msm::MsmStats;
+use crate::groth16::G1Query;
 
 /// Window width and window count of the Pippenger part of an MSM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +43,9 @@ const WINDOW_LOG_K: u32 = 3;
 /// (fewer threads left most of the device idle: the 1.3M ones of a 2 KiB PoRep's L).
 const ONES_THREADS: usize = 1 << 16;
 const ONES_PER_THREAD: usize = 16;
+/// Threads a block of the fixed-base table's making (each keeps its windows' multiples in local
+/// memory while one inversion brings them back to affine).
+const TABLE_BLOCK: u32 = 64;
 
 impl MsmShape {
     /// The shape for `m` scalars through Pippenger: about 2^6 entries per bucket, so the
@@ -55,6 +60,27 @@ impl MsmShape {
         }
     }
 
+    /// The shape of a fixed-base table for `n` points ([`WindowTable`]): the c that makes the
+    /// fewest additions, from 16 (at most MSM_TABLE_WINDOWS windows) to 24 (the digits'
+    /// widest). None where it would save less than a tenth of the plain shape's additions
+    /// (small MSMs: the one bucket reduction of 2^15 buckets outweighs their entries), or the
+    /// table's entries would not fit 31 bits.
+    pub fn table(n: usize) -> Option<MsmShape> {
+        let windows = |c: u32| 255 / c + 1;
+        let c = (16..=24).min_by(|&a, &b| table_cost(n, a).total_cmp(&table_cost(n, b)))?;
+        let shape = MsmShape {
+            c,
+            windows: windows(c),
+        };
+        let plain = MsmShape::new(n);
+        let plain_cost =
+            n as f64 * f64::from(plain.windows) + FULL_ADDITIONS_A_BUCKET * plain.buckets() as f64;
+        let pays = table_cost(n, c) < 0.9 * plain_cost;
+        let fits =
+            shape.windows <= TABLE_WINDOWS && shape.windows as u64 * n as u64 <= MSM_NEGATE as u64;
+        (pays && fits).then_some(shape)
+    }
+
     /// Buckets of one window.
     pub fn half(&self) -> usize {
         1 << (self.c - 1)
@@ -64,6 +90,16 @@ impl MsmShape {
     pub fn buckets(&self) -> usize {
         self.windows as usize * self.half()
     }
+}
+
+/// What reducing a bucket into its window sum costs, in mixed additions: two full additions
+/// (the running sum and the total), each worth ~1.4 mixed ones.
+const FULL_ADDITIONS_A_BUCKET: f64 = 2.8;
+
+/// The additions of an MSM of `n` random scalars through a fixed-base table of c-bit windows:
+/// n entries a window, and one window's bucket reduction.
+fn table_cost(n: usize, c: u32) -> f64 {
+    n as f64 * f64::from(255 / c + 1) + FULL_ADDITIONS_A_BUCKET * f64::from(1u32 << (c - 1))
 }
 
 /// The chunk of `entries` each accumulation thread takes when `threads` share them, and how
@@ -77,9 +113,12 @@ fn chunking(entries: usize, threads: usize) -> (u32, u32) {
 /// the sorted entries, buckets, partial sums of chunks and window levels, the bases unless
 /// they are resident, and slack.
 pub(super) fn msm_working_bytes<C: GpuCurve>(n: usize, bases_resident: bool) -> usize {
-    let shape = MsmShape::new(n);
+    // The larger of the plain shape's and a fixed-base table's entries and buckets.
+    let plain = MsmShape::new(n);
+    let table = MsmShape::table(n).unwrap_or(plain);
     let point = C::XYZZ_WORDS * 4;
-    let entries = n * shape.windows as usize;
+    let entries = n * plain.windows.max(table.windows) as usize;
+    let buckets = plain.buckets().max(table.half());
     let (_, chunks) = chunking(entries, ACCUMULATE_THREADS);
     let bases = if bases_resident {
         0
@@ -88,9 +127,9 @@ pub(super) fn msm_working_bytes<C: GpuCurve>(n: usize, bases_resident: bool) -> 
     };
     n * 32
         + n * (4 + 4 + 32)
-        + 2 * (shape.buckets() + 1) * 4
+        + 2 * (buckets + 1) * 4
         + entries * 4
-        + 2 * shape.buckets() * point
+        + 2 * buckets * point
         + chunks as usize * (2 * point + 4)
         + ONES_THREADS * point
         + bases
@@ -125,7 +164,64 @@ impl Deref for CallBases {
     }
 }
 
+/// A fixed-base table of a query's first `stride` bases on the device (kernels/msm/table.cuh):
+/// 2^(c·w)·P at w·stride + i for base i and every window w of `shape`. The windows' digits then
+/// share one set of 2^(c-1) buckets: one bucket reduction instead of one a window, so c can be
+/// wider and there are fewer windows, fewer entries to sort and add, and one window sum.
+pub(super) struct WindowTable {
+    pub buf: Arc<CudaSlice<u32>>,
+    pub shape: MsmShape,
+    pub stride: usize,
+}
+
+/// Device bytes of the fixed-base table of `n` G1 bases in `shape`.
+pub(super) fn table_bytes(n: usize, shape: MsmShape) -> usize {
+    shape.windows as usize * n * std::mem::size_of::<G1Affine>()
+}
+
+/// The resident key of the fixed-base table of the query under `key`: only H has one (its
+/// scalars are h's coefficients, random and all past 1; the witness's are mostly 0 and 1 and
+/// go through Pippenger a few percent at a time).
+fn table_key(key: BasesKey) -> Option<BasesKey> {
+    (key.1 == G1Query::H.name()).then_some((key.0, "h windows"))
+}
+
 impl GpuBackend {
+    /// The fixed-base table of the resident G1 `bases` (the query under `key`, its first `n`
+    /// points): kept resident, made on the device from the bases the first time. None where
+    /// tables are off, the query has none, or it does not fit in the device's free memory
+    /// beside the working memory (a table never pushes bases or PCEs out; it goes first).
+    pub(super) fn window_table(
+        &self,
+        key: Option<BasesKey>,
+        bases: &CallBases,
+        n: usize,
+    ) -> Result<Option<WindowTable>, GpuError> {
+        let (Some(key), CallBases::Resident(bases)) = (key.and_then(table_key), bases) else {
+            return Ok(None);
+        };
+        let Some(shape) = MsmShape::table(n) else {
+            return Ok(None);
+        };
+        if !self.window_tables.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let bytes = table_bytes(n, shape);
+        let made = self.resident_extra(key, n, bytes, || {
+            // SAFETY: msm_window_table writes every point of the table.
+            let mut table = unsafe { self.stream.alloc::<u32>(bytes / 4) }?;
+            let (n32, c, windows) = (n as u32, shape.c, shape.windows);
+            launch!(self, Kernel::MsmWindowTableG1, n, TABLE_BLOCK;
+                &**bases, &n32, &c, &windows, &mut table);
+            Ok(table)
+        })?;
+        Ok(made.map(|buf| WindowTable {
+            buf,
+            shape,
+            stride: n,
+        }))
+    }
+
     /// The device copy of `bases[..n]`: resident under `key` when it fits, else uploaded, after
     /// room is made for `working` more bytes (plus the upload).
     pub(super) fn call_bases<C: GpuCurve>(
@@ -180,13 +276,18 @@ impl GpuBackend {
             CallBases::Uploaded(_) => n * (32 + std::mem::size_of::<C::Affine>()),
         };
         let clock = self.record(format!("{label}.upload"), clock, bytes as u64)?;
+        let table = match C::NAME {
+            "g1" => self.window_table(key, &db, n)?,
+            _ => None,
+        };
         let scalars = DeviceScalars {
             buf: &ds,
             positions: n,
             points: n,
             rev_bits: 0,
         };
-        self.lane().msm_kernels::<C>(&db, scalars, &label, clock)
+        self.lane()
+            .msm_kernels::<C>(&db, table.as_ref(), scalars, &label, clock)
     }
 }
 
@@ -196,6 +297,7 @@ impl Lane<'_> {
     pub(super) fn msm_kernels<C: GpuCurve>(
         &self,
         bases: &CudaSlice<u32>,
+        table: Option<&WindowTable>,
         scalars: DeviceScalars<'_>,
         label: &str,
         clock: Instant,
@@ -224,7 +326,7 @@ impl Lane<'_> {
         }
         drop(ones);
         if m > 0 {
-            sum += self.pippenger::<C>(bases, &others, &other_scalars, m, label, clock)?;
+            sum += self.pippenger::<C>(bases, table, &others, &other_scalars, m, label, clock)?;
         }
         Ok((
             sum,
@@ -261,18 +363,27 @@ impl Lane<'_> {
         Ok(C::from_xyzz(&words))
     }
 
-    /// Pippenger over the `m` listed points and their canonical scalars.
+    /// Pippenger over the `m` listed points and their canonical scalars; with `table` (of
+    /// these bases), its shape and one set of buckets for every window.
+    #[allow(clippy::too_many_arguments)]
     fn pippenger<C: GpuCurve>(
         &self,
         bases: &CudaSlice<u32>,
+        table: Option<&WindowTable>,
         points: &CudaSlice<u32>,
         scalars: &CudaSlice<u32>,
         m: usize,
         label: &str,
         clock: Instant,
     ) -> Result<C, GpuError> {
-        let shape = MsmShape::new(m);
-        let buckets = shape.buckets();
+        let (shape, stride, bucket_windows, bases) = match table {
+            Some(t) => (t.shape, t.stride as u32, 1, &*t.buf),
+            None => {
+                let shape = MsmShape::new(m);
+                (shape, 0, shape.windows as usize, bases)
+            }
+        };
+        let buckets = bucket_windows * shape.half();
         if m as u64 * shape.windows as u64 >= u32::MAX as u64 {
             return Err(GpuError::Shape(format!(
                 "an MSM of {m} scalars past 1 has more entries than 32-bit offsets hold"
@@ -280,7 +391,7 @@ impl Lane<'_> {
         }
         let (m32, buckets32) = (m as u32, buckets as u32);
         let mut offsets = self.stream.alloc_zeros::<u32>(buckets + 1)?;
-        launch!(self, Kernel::MsmHistogram, m, 256; scalars, &m32, &shape.c, &mut offsets);
+        launch!(self, Kernel::MsmHistogram, m, 256; scalars, &m32, &shape.c, &stride, &mut offsets);
         self.scan(&mut offsets, buckets + 1)?;
         let total = self
             .stream
@@ -288,10 +399,11 @@ impl Lane<'_> {
         let mut cursor = self.stream.clone_dtod(&offsets)?;
         // SAFETY: msm_scatter writes each of the `total` entries once.
         let mut entries = unsafe { self.stream.alloc::<u32>(total.max(1) as usize) }?;
-        launch!(self, Kernel::MsmScatter, m, 256; scalars, points, &m32, &shape.c, &mut cursor, &mut entries);
+        launch!(self, Kernel::MsmScatter, m, 256; scalars, points, &m32, &shape.c, &stride, &mut cursor, &mut entries);
         drop(cursor);
+        let table_note = if table.is_some() { ", table" } else { "" };
         let clock = self.record(
-            format!("{label}.sort (c {}, {total} entries)", shape.c),
+            format!("{label}.sort (c {}{table_note}, {total} entries)", shape.c),
             clock,
             0,
         )?;
@@ -320,7 +432,7 @@ impl Lane<'_> {
         let mut len_log = shape.c - 1;
         while len_log > 0 {
             let log_k = WINDOW_LOG_K.min(len_log);
-            let threads = (shape.windows as usize) << (len_log - log_k);
+            let threads = bucket_windows << (len_log - log_k);
             // SAFETY: msm_window_level writes every output point.
             let mut x_out = unsafe { self.stream.alloc::<u32>(threads * w) }?;
             let mut y_out = unsafe { self.stream.alloc::<u32>(threads * w) }?;
@@ -332,9 +444,7 @@ impl Lane<'_> {
             len_log -= log_k;
         }
         let y = y.expect("c >= 2 makes at least one level");
-        let window_sums = self
-            .stream
-            .clone_dtoh(&y.slice(0..shape.windows as usize * w))?;
+        let window_sums = self.stream.clone_dtoh(&y.slice(0..bucket_windows * w))?;
         self.record(format!("{label}.windows"), clock, 0)?;
 
         let mut acc = C::identity();
@@ -375,6 +485,8 @@ impl Lane<'_> {
 
 /// The sign bit of an entry (kernels/msm/msm.cu): point indices stay below it.
 const MSM_NEGATE: u32 = 0x8000_0000;
+/// Windows a fixed-base table holds at most (MSM_TABLE_WINDOWS in kernels/msm/table.cuh).
+const TABLE_WINDOWS: u32 = 16;
 /// Threads of a scan block and words a block scans (kernels/util/scan.cu).
 const SCAN_THREADS: usize = 256;
 const SCAN_TILE: usize = SCAN_THREADS * 8;
@@ -489,6 +601,35 @@ mod tests {
     }
 
     #[test]
+    fn a_table_takes_the_cheapest_shape_where_it_pays_and_its_entries_fit_31_bits() {
+        // Small MSMs: the one reduction of 2^15 buckets outweighs what fewer windows save.
+        assert_eq!(MsmShape::table(1), None);
+        assert_eq!(MsmShape::table(1000), None);
+        let at = |log: u32| MsmShape::table(1 << log).map(|s| (s.c, s.windows));
+        assert_eq!(at(16), Some((16, 16)));
+        // A 2 KiB PoRep's h (2^22): 13 windows of 20 bits against 16 of 16.
+        assert_eq!(at(22), Some((20, 13)));
+        assert_eq!(at(26), Some((24, 11)));
+        // A 32 GiB PoRep's h (2^27): 11 windows of 2^27 entries fit 31 bits.
+        assert_eq!(at(27), Some((24, 11)));
+        assert_eq!(MsmShape::table(1 << 28), None);
+        for log in 12..=27 {
+            if let Some(s) = MsmShape::table(1 << log) {
+                assert!(
+                    s.windows <= 16 && s.c <= 24 && s.c * s.windows >= 256,
+                    "{s:?}"
+                );
+                let plain = MsmShape::new(1 << log);
+                assert!(
+                    s.windows < plain.windows,
+                    "2^{log}: {s:?} against {plain:?}"
+                );
+                assert!(table_bytes(1 << log, s) == (1usize << log) * s.windows as usize * 96);
+            }
+        }
+    }
+
+    #[test]
     fn chunks_cover_every_entry_with_few_threads() {
         for threads in [1, 67_584, ACCUMULATE_THREADS] {
             for entries in [1, 2, 1000, 1 << 18, (1 << 18) + 1, 64 << 20, 1_750_000_000] {
@@ -505,6 +646,8 @@ mod tests {
     fn the_host_constants_match_the_kernels() {
         let msm = include_str!("../../kernels/msm/digits.cuh");
         assert!(msm.contains(&format!("#define MSM_NEGATE {MSM_NEGATE:#x}u")));
+        let table = include_str!("../../kernels/msm/table.cuh");
+        assert!(table.contains(&format!("#define MSM_TABLE_WINDOWS {TABLE_WINDOWS}\n")));
         let scan = include_str!("../../kernels/util/scan.cu");
         assert!(scan.contains(&format!("#define SCAN_THREADS {SCAN_THREADS}\n")));
         assert!(scan.contains(&format!(

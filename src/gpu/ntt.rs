@@ -16,7 +16,7 @@ use group::Group;
 
 use super::backend::{launch, words, words_mut, GpuBackend, GpuError};
 use super::kernels::Kernel;
-use super::msm::{msm_working_bytes, DeviceScalars};
+use super::msm::{msm_working_bytes, DeviceScalars, WindowTable};
 use super::resident::BasesKey;
 use crate::groth16::domain::DomainTooLarge;
 use crate::groth16::msm::MsmStats;
@@ -415,21 +415,23 @@ impl GpuBackend {
         let start = Instant::now();
         let working = h_working_bytes(n) + msm_working_bytes::<G1Projective>(n - 1, true);
         let db = self.call_bases::<G1Projective>(bases, n - 1, key, working)?;
+        let table = self.window_table(key, &db, n - 1)?;
         let (h, (), staged) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
         staged.free_beside(|| {
             // h's time is the device's: wait for it (one wait a proof).
             self.stream.synchronize()?;
             let h_took = start.elapsed();
-            let (sum, stats) = self.msm_of_h(&db, &h, log_n)?;
+            let (sum, stats) = self.msm_of_h(&db, table.as_ref(), &h, log_n)?;
             Ok((sum, stats, h_took))
         })
     }
 
     /// The H MSM of h left on the device by [`GpuBackend::h_kernels`] (2^log_n positions,
-    /// bit-reversed, the last one not a point's).
+    /// bit-reversed, the last one not a point's), through `table` where H has one.
     pub(super) fn msm_of_h(
         &self,
         bases: &CudaSlice<u32>,
+        table: Option<&WindowTable>,
         h: &CudaSlice<u32>,
         log_n: u32,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
@@ -442,7 +444,7 @@ impl GpuBackend {
         };
         let label = format!("msm_g1 {} ({} points)", G1Query::H.name(), n - 1);
         self.lane()
-            .msm_kernels::<G1Projective>(bases, scalars, &label, Instant::now())
+            .msm_kernels::<G1Projective>(bases, table, scalars, &label, Instant::now())
     }
 
     /// The NTT of `v` (a power-of-two length) over its domain: evaluations at omega^i, or with

@@ -137,6 +137,8 @@ impl GpuBackend {
             Some((srs.id.into(), G1Query::H.name())),
             working,
         )?;
+        let h_table =
+            self.window_table(Some((srs.id.into(), G1Query::H.name())), &h_bases, n - 1)?;
         let plan = self.h_plan(log_n)?;
         let assignment = self.assignment_buffers(&w)?;
         let mut vectors = Vec::with_capacity(3);
@@ -222,7 +224,7 @@ impl GpuBackend {
                 let h_took = h_start.elapsed();
                 tracing::debug!(ms = ms(), ?room, "g1 sums: h done");
                 let clock = Instant::now();
-                let (h_sum, _) = self.msm_of_h(&h_bases, &h, log_n)?;
+                let (h_sum, _) = self.msm_of_h(&h_bases, h_table.as_ref(), &h, log_n)?;
                 let msm_h_took = clock.elapsed();
                 tracing::debug!(ms = ms(), "g1 sums: H MSM done");
                 let (witness, b_g2) = match (early, witness) {
@@ -555,7 +557,7 @@ impl Lane<'_> {
             points: len,
             rev_bits: 0,
         };
-        let (sum, stats) = self.msm_kernels::<C>(bases, scalars, &label, clock)?;
+        let (sum, stats) = self.msm_kernels::<C>(bases, None, scalars, &label, clock)?;
         Ok((sum, stats, since.elapsed()))
     }
 

@@ -51,11 +51,19 @@ struct ResidentBases {
     buf: Arc<CudaSlice<u32>>,
     bytes: usize,
     used: u64,
+    /// Made from other resident words to speed a call up (a fixed-base table), not needed:
+    /// kept only in free memory, and let go before anything else.
+    extra: bool,
 }
 
 impl Resident {
     pub(super) fn clear(&mut self) {
         self.entries.clear();
+    }
+
+    /// Lets every extra (fixed-base tables) go.
+    pub(super) fn let_go_extras(&mut self) {
+        self.entries.retain(|e| !e.extra);
     }
 
     /// Device bytes of the bases kept.
@@ -64,17 +72,28 @@ impl Resident {
     }
 }
 
-/// Which of the resident entries, given as (key, last used, held by a call), to let go next:
-/// the least recently used that is not `keep` and that no call in flight holds (letting those go
-/// would free nothing until the call ends, and lose them for the next).
+/// A resident entry as [`next_to_let_go`] weighs it.
+struct Candidate<K> {
+    key: K,
+    /// When it was last used (the resident clock).
+    used: u64,
+    /// A call in flight holds it.
+    held: bool,
+    /// An extra (a fixed-base table): goes before any needed entry.
+    extra: bool,
+}
+
+/// Which of the resident entries to let go next: an extra before anything needed, then the
+/// least recently used; never `keep`, nor one a call in flight holds (letting those go would
+/// free nothing until the call ends, and lose them for the next).
 fn next_to_let_go<K: PartialEq>(
-    entries: impl Iterator<Item = (K, u64, bool)>,
+    entries: impl Iterator<Item = Candidate<K>>,
     keep: Option<K>,
 ) -> Option<usize> {
     entries
         .enumerate()
-        .filter(|(_, (key, _, held))| !held && keep.as_ref() != Some(key))
-        .min_by_key(|(_, (_, used, _))| *used)
+        .filter(|(_, c)| !c.held && keep.as_ref() != Some(&c.key))
+        .min_by_key(|(_, c)| (!c.extra, c.used))
         .map(|(i, _)| i)
 }
 
@@ -113,6 +132,30 @@ impl GpuBackend {
         bytes: usize,
         upload: impl FnOnce() -> Result<CudaSlice<u32>, DriverError>,
     ) -> Result<Option<Arc<CudaSlice<u32>>>, DriverError> {
+        self.keep_resident(key, points, bytes, false, upload)
+    }
+
+    /// [`GpuBackend::resident_words`] for an extra, made from resident words to speed a call
+    /// up (a fixed-base table): made only where it fits in the memory free now beside the
+    /// working memory, never by letting anything go, and the first to go when room is needed.
+    pub(super) fn resident_extra(
+        &self,
+        key: BasesKey,
+        points: usize,
+        bytes: usize,
+        make: impl FnOnce() -> Result<CudaSlice<u32>, DriverError>,
+    ) -> Result<Option<Arc<CudaSlice<u32>>>, DriverError> {
+        self.keep_resident(key, points, bytes, true, make)
+    }
+
+    fn keep_resident(
+        &self,
+        key: BasesKey,
+        points: usize,
+        bytes: usize,
+        extra: bool,
+        upload: impl FnOnce() -> Result<CudaSlice<u32>, DriverError>,
+    ) -> Result<Option<Arc<CudaSlice<u32>>>, DriverError> {
         if !self.keep_bases.load(Ordering::Relaxed) {
             return Ok(None);
         }
@@ -125,6 +168,15 @@ impl GpuBackend {
         }
         r.largest = r.largest.max(points);
         let keep_free = kept_free(r.largest);
+        if extra && self.spare_bytes()? < bytes + keep_free {
+            tracing::debug!(
+                gpu = self.info.ordinal,
+                query = key.1,
+                bytes,
+                "not made: the device's free memory does not hold it beside the working memory"
+            );
+            return Ok(None);
+        }
         if !self.make_room(&mut r, bytes + keep_free, None)? {
             tracing::info!(
                 gpu = self.info.ordinal,
@@ -136,9 +188,10 @@ impl GpuBackend {
         }
         let clock = Instant::now();
         let buf = Arc::new(upload()?);
-        let what = match key.0 {
-            Owner::Srs(_) => "bases",
-            Owner::Pce(_) => "pce",
+        let what = match (key.0, extra) {
+            (Owner::Srs(_), false) => "bases",
+            (Owner::Srs(_), true) => "table",
+            (Owner::Pce(_), _) => "pce",
         };
         self.record(
             format!("{what} {} (resident).upload", key.1),
@@ -156,6 +209,7 @@ impl GpuBackend {
             buf: buf.clone(),
             bytes,
             used: now,
+            extra,
         });
         Ok(Some(buf))
     }
@@ -179,10 +233,12 @@ impl GpuBackend {
                 self.pool.release_idle()?;
                 return Ok(true);
             }
-            let candidates = r
-                .entries
-                .iter()
-                .map(|e| (e.key, e.used, Arc::strong_count(&e.buf) > 1));
+            let candidates = r.entries.iter().map(|e| Candidate {
+                key: e.key,
+                used: e.used,
+                held: Arc::strong_count(&e.buf) > 1,
+                extra: e.extra,
+            });
             let Some(lru) = next_to_let_go(candidates, keep) else {
                 return Ok(false);
             };
@@ -237,14 +293,44 @@ mod tests {
         assert!(small > 256 << 20, "{small}");
     }
 
+    fn candidates(entries: &[(u32, u64, bool, bool)]) -> impl Iterator<Item = Candidate<u32>> + '_ {
+        entries.iter().map(|&(key, used, held, extra)| Candidate {
+            key,
+            used,
+            held,
+            extra,
+        })
+    }
+
     #[test]
     fn bases_let_go_are_the_least_recently_used_that_nothing_holds() {
-        let entries = [(1, 5, false), (2, 3, true), (3, 4, false), (4, 9, false)];
+        let entries = [
+            (1, 5, false, false),
+            (2, 3, true, false),
+            (3, 4, false, false),
+            (4, 9, false, false),
+        ];
         // 2 is older but held by a call in flight.
-        assert_eq!(next_to_let_go(entries.into_iter(), None), Some(2));
-        assert_eq!(next_to_let_go(entries.into_iter(), Some(3)), Some(0));
-        let held = [(1, 1, true), (2, 2, true)];
-        assert_eq!(next_to_let_go(held.into_iter(), None), None);
-        assert_eq!(next_to_let_go([(7, 1, false)].into_iter(), Some(7)), None);
+        assert_eq!(next_to_let_go(candidates(&entries), None), Some(2));
+        assert_eq!(next_to_let_go(candidates(&entries), Some(3)), Some(0));
+        let held = [(1, 1, true, false), (2, 2, true, true)];
+        assert_eq!(next_to_let_go(candidates(&held), None), None);
+        assert_eq!(
+            next_to_let_go(candidates(&[(7, 1, false, false)]), Some(7)),
+            None
+        );
+    }
+
+    #[test]
+    fn an_extra_goes_before_any_needed_entry_however_recently_used() {
+        let entries = [
+            (1, 2, false, false),
+            (2, 9, false, true),
+            (3, 1, false, false),
+            (4, 8, true, true),
+        ];
+        // 2 is the most recently used but an extra; 4 is an extra a call holds.
+        assert_eq!(next_to_let_go(candidates(&entries), None), Some(1));
+        assert_eq!(next_to_let_go(candidates(&entries), Some(2)), Some(2));
     }
 }

@@ -396,6 +396,10 @@ pub trait Backend: Send + Sync {
     /// only to measure the difference).
     fn keep_bases(&self, _on: bool) {}
 
+    /// Whether fixed-base tables of the H query's bases are made and used where device memory
+    /// allows (on by default; off only to measure the difference).
+    fn window_tables(&self, _on: bool) {}
+
     /// Host bytes this backend keeps page-locked while it exists (a GPU's upload staging):
     /// part of the memory budget.
     fn locked_bytes(&self) -> u64 {
