@@ -34,8 +34,11 @@ use crate::synth::{Density, Lent, Scalars};
 pub enum GpuOp {
     /// One MSM over 2^log2 points of --curve.
     Msm,
-    /// One forward NTT of 2^log2 scalars.
+    /// One forward NTT of 2^log2 scalars, natural order in and out.
     Ntt,
+    /// One forward NTT of 2^log2 scalars as h runs its transforms: natural order in,
+    /// bit-reversed out (no reorder pass).
+    NttBitReversed,
     /// h over a domain of 2^log2 (seven NTTs) into its MSM, h never leaving the device.
     H,
     /// A synthetic PoRep-shaped partition over a domain of 2^log2: h and H, L, A, B in G1 and G2.
@@ -225,7 +228,7 @@ impl Work {
                     Curve::G2 => srs(Vec::new(), g2_points(gpu, n, 12)?),
                 };
             }
-            GpuOp::Ntt => w.s1 = random_scalars(n, 2),
+            GpuOp::Ntt | GpuOp::NttBitReversed => w.s1 = random_scalars(n, 2),
             GpuOp::Transfer => {
                 w.s1 = random_scalars(n, 3);
                 w.s2 = random_scalars(n, 4);
@@ -267,6 +270,10 @@ impl Work {
             GpuOp::Ntt => {
                 let v = self.s1.clone();
                 json!({ "ntt": timed(|| gpu.ntt(v, false))? })
+            }
+            GpuOp::NttBitReversed => {
+                let v = self.s1.clone();
+                json!({ "ntt": timed(|| gpu.ntt_bit_reversed(v))? })
             }
             GpuOp::H => json!({ "h_msm": self.h(gpu)? }),
             GpuOp::Transfer => self.transfers(gpu)?,

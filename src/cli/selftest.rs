@@ -318,6 +318,16 @@ impl Tester<'_> {
                     let what =
                         format!("{} 2^{log_n} {name}", if inverse { "intt" } else { "ntt " });
                     self.report(got == want, what, gpu_s, cpu_s);
+                    if !inverse {
+                        // As h runs it: the same evaluations, left in bit-reversed order.
+                        let clock = Instant::now();
+                        let got = self.gpu.ntt_bit_reversed(v.clone())?;
+                        let gpu_s = clock.elapsed().as_secs_f64();
+                        let reversed = (0..n).map(|i| want[bit_reversed(i, log_n)]);
+                        let same = got.len() == n && got.iter().copied().eq(reversed);
+                        let what = format!("ntt 2^{log_n} {name}, bit-reversed out");
+                        self.report(same, what, gpu_s, cpu_s);
+                    }
                 }
             }
         }
@@ -441,6 +451,14 @@ impl Tester<'_> {
         }
         self.gpu.record_stages(false);
         Ok(())
+    }
+}
+
+/// i with its low `bits` bits reversed.
+fn bit_reversed(i: usize, bits: u32) -> usize {
+    match bits {
+        0 => i,
+        _ => i.reverse_bits() >> (usize::BITS - bits),
     }
 }
 

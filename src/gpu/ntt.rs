@@ -450,12 +450,27 @@ impl GpuBackend {
     /// The NTT of `v` (a power-of-two length) over its domain: evaluations at omega^i, or with
     /// `inverse` the coefficients back (scaled by 1/n). For `cuzk selftest`.
     pub fn ntt(&self, mut v: Vec<Scalar>, inverse: bool) -> Result<Vec<Scalar>, ProveError> {
-        self.ntt_on_device(&mut v, inverse)
+        self.ntt_on_device(&mut v, inverse, true)
             .map_err(|e| e.on(&self.info))?;
         Ok(v)
     }
 
-    fn ntt_on_device(&self, v: &mut [Scalar], inverse: bool) -> Result<(), GpuError> {
+    /// The forward NTT of `v` as h runs its transforms: natural order in, bit-reversed order
+    /// out, no reorder pass. For `cuzk selftest` and `cuzk bench gpu`.
+    pub fn ntt_bit_reversed(&self, mut v: Vec<Scalar>) -> Result<Vec<Scalar>, ProveError> {
+        self.ntt_on_device(&mut v, false, false)
+            .map_err(|e| e.on(&self.info))?;
+        Ok(v)
+    }
+
+    /// With `natural`, the output in natural order; else the forward transform's is left
+    /// bit-reversed.
+    fn ntt_on_device(
+        &self,
+        v: &mut [Scalar],
+        inverse: bool,
+        natural: bool,
+    ) -> Result<(), GpuError> {
         let n = v.len();
         if !n.is_power_of_two() {
             return Err(GpuError::Shape(format!(
@@ -487,9 +502,11 @@ impl GpuBackend {
             let scale = self.tables(Scalar::ONE, log_n, n_inv)?;
             self.scale(&mut d, n as u32, log_n, &scale)?;
             self.bit_reverse(&mut d, log_n)?;
-        } else {
+        } else if natural {
             self.bit_reverse(&mut d, log_n)?;
             self.ntt_in_place(&mut d, log_n, &roots, Order::Dit)?;
+        } else {
+            self.ntt_in_place(&mut d, log_n, &roots, Order::Dif)?;
         }
         let clock = self.record(format!("ntt.kernels (2^{log_n})"), clock, 0)?;
         self.stream.memcpy_dtoh(&d, words_mut(v))?;
