@@ -162,6 +162,17 @@ int main() {
             u32 c = (u32)std::stoul(x);
             printf("%u", msm_windows(c));
             for_each_digit(s, c, [&](u32 key) { printf(" %x", key); });
+        } else if (op == "digits_table") {
+            // x = c, y = a canonical scalar, z = a table's stride: each nonzero digit's bucket,
+            // the table position its entry names for point 0, and its sign.
+            fr_t s;
+            parse<8>(y, s.l);
+            u32 c = (u32)std::stoul(x), stride = (u32)std::stoul(z, nullptr, 16);
+            printf("%u", msm_windows(c));
+            for_each_digit(s, c, [&](u32 key) {
+                printf(" %x:%x:%u", msm_bucket(key, c, stride), msm_entry_point(key, c, stride, 0),
+                       key >> 31);
+            });
         } else {
             printf("unknown op %s", op.c_str());
         }

@@ -163,6 +163,10 @@ def main():
         ]:
             if s < 2**255:
                 cases.append((f"digits {c} {s:x}", s))
+                if c >= 16:
+                    # Through a fixed-base table: one window's buckets, the window in the entry.
+                    stride = rnd.choice([1, 3, 2**22 - 1, 2**27])
+                    cases.append((f"digits_table {c} {s:x} {stride:x}", s))
 
     out = subprocess.run(
         [exe], input="\n".join(c for c, _ in cases) + "\n", capture_output=True, text=True, check=True
@@ -183,7 +187,7 @@ def main():
                 if not ok:
                     bad += 1
                     print("MISMATCH", case)
-        elif case.startswith("digits"):
+        elif case.startswith("digits "):
             c = int(case.split()[1])
             windows, *keys = [int(v, 16) for v in got.split()]
             half = 1 << (c - 1)
@@ -192,6 +196,19 @@ def main():
                 w, d = divmod(key & 0x7FFFFFFF, half)
                 in_range = in_range and w < windows
                 total += (-1 if key >> 31 else 1) * ((d + 1) << (c * w))
+            if total != want or not in_range:
+                bad += 1
+                print("MISMATCH", case, total, want)
+        elif case.startswith("digits_table"):
+            c, stride = int(case.split()[1]), int(case.split()[3], 16)
+            windows, *digits = got.split()
+            half = 1 << (c - 1)
+            total, in_range = 0, True
+            for digit in digits:
+                bucket, position, sign = (int(v, 16) for v in digit.split(":"))
+                w = position // stride
+                in_range = in_range and bucket < half and w < int(windows) and position % stride == 0
+                total += (-1 if sign else 1) * ((bucket + 1) << (c * w))
             if total != want or not in_range:
                 bad += 1
                 print("MISMATCH", case, total, want)

@@ -35,4 +35,17 @@ FN void for_each_digit(const fr_t &s, u32 c, Visit visit) {
     }
 }
 
+// The bucket of a digit's key. With a fixed-base table (stride nonzero: msm/table.cuh), every
+// window's digits go to one window's 2^(c-1) buckets.
+FN u32 msm_bucket(u32 key, u32 c, u32 stride) {
+    key &= ~MSM_NEGATE;
+    return stride ? key & ((1u << (c - 1)) - 1) : key;
+}
+
+// The base a digit's entry names for `point`: the point itself, or with a table (stride
+// nonzero) its multiple for the digit's window w, at w·stride + point.
+FN u32 msm_entry_point(u32 key, u32 c, u32 stride, u32 point) {
+    return stride ? point + ((key & ~MSM_NEGATE) >> (c - 1)) * stride : point;
+}
+
 #endif  // CUZK_MSM_DIGITS_CUH

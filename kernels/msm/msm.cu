@@ -56,13 +56,6 @@ extern "C" __global__ void msm_split(const fr_t *scalars, u32 positions, u32 poi
     }
 }
 
-// With a fixed-base table (stride nonzero: msm_window_table_*), window w's digits go to the
-// one window's buckets, and its entries name point w·stride + i of the table.
-FN u32 msm_bucket(u32 key, u32 c, u32 stride) {
-    key &= ~MSM_NEGATE;
-    return stride ? key & ((1u << (c - 1)) - 1) : key;
-}
-
 extern "C" __global__ void msm_histogram(const fr_t *scalars, u32 m, u32 c, u32 stride,
                                          u32 *bucket_counts) {
     u32 k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -79,8 +72,7 @@ extern "C" __global__ void msm_scatter(const fr_t *scalars, const u32 *points, u
     u32 point = points[k];
     for_each_digit(scalars[k], c, [&](u32 b) {
         u32 at = atomicAdd(&cursor[msm_bucket(b, c, stride)], 1u);
-        u32 window = stride ? (b & ~MSM_NEGATE) >> (c - 1) : 0;
-        entries[at] = (point + window * stride) | (b & MSM_NEGATE);
+        entries[at] = msm_entry_point(b, c, stride, point) | (b & MSM_NEGATE);
     });
 }
 
