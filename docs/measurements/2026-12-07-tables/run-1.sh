@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 1. carry/cuzk = the build of the fixed-base window tables (6c24535);
+# Device call 1. carry/cuzk = the build of the fixed-base window tables (2d122b1);
 # carry/cuzk-notable = the same build with --no-window-tables (the H MSM without its table).
 # In order (each step capped; the last ones skipped if the call runs out of time): the selftest of
 # the H query's MSM through its table to 2^22; side by side with supraseal-c2 on one 2 KiB PoRep
