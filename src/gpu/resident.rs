@@ -193,8 +193,9 @@ impl GpuBackend {
             (Owner::Srs(_), true) => "table",
             (Owner::Pce(_), _) => "pce",
         };
+        let how = if extra { "made" } else { "upload" };
         self.record(
-            format!("{what} {} (resident).upload", key.1),
+            format!("{what} {} (resident).{how}", key.1),
             clock,
             bytes as u64,
         )?;
