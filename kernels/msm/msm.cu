@@ -96,14 +96,13 @@ FN void msm_sum_listed(const affine_t<F> *bases, const u32 *list, u32 count, u32
     partials[t] = acc;
 }
 
-// p[t] = Σ_j p[t + j·out] over j with t + j·out < count, for t < out: count points folded to
-// out in place (thread t writes only p[t] and reads only p[t] and points at or past out).
+// p[t] += p[t + half] for t < half.
 template <class F>
-FN void msm_fold(xyzz_t<F> *p, u32 count, u32 out) {
+FN void msm_fold(xyzz_t<F> *p, u32 half) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= out) return;
+    if (t >= half) return;
     xyzz_t<F> acc = p[t];
-    for (u32 k = t + out; k < count; k += out) xyzz_add(acc, p[k]);
+    xyzz_add(acc, p[t + half]);
     p[t] = acc;
 }
 
@@ -215,9 +214,7 @@ extern "C" __global__ void msm_sum_listed_g1(const affine_t<fp_t> *bases, const 
     msm_sum_listed(bases, list, count, threads, partials);
 }
 
-extern "C" __global__ void msm_fold_g1(xyzz_t<fp_t> *p, u32 count, u32 out) {
-    msm_fold(p, count, out);
-}
+extern "C" __global__ void msm_fold_g1(xyzz_t<fp_t> *p, u32 half) { msm_fold(p, half); }
 
 // The accumulation's blocks: 128 threads (ACCUMULATE_BLOCK in src/gpu/msm.rs), 4 of them resident
 // per SM, which bounds its registers to 128. Against no bound, G2 ran faster and G1 the same; 5
@@ -247,9 +244,7 @@ extern "C" __global__ void msm_sum_listed_g2(const affine_t<fp2_t> *bases, const
     msm_sum_listed(bases, list, count, threads, partials);
 }
 
-extern "C" __global__ void msm_fold_g2(xyzz_t<fp2_t> *p, u32 count, u32 out) {
-    msm_fold(p, count, out);
-}
+extern "C" __global__ void msm_fold_g2(xyzz_t<fp2_t> *p, u32 half) { msm_fold(p, half); }
 
 extern "C" __global__ void MSM_ACCUMULATE_BOUNDS msm_accumulate_g2(
     const affine_t<fp2_t> *bases, const u32 *entries, const u32 *offsets, u32 buckets, u32 total,

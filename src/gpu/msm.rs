@@ -43,22 +43,6 @@ const WINDOW_LOG_K: u32 = 3;
 /// (fewer threads left most of the device idle: the 1.3M ones of a 2 KiB PoRep's L).
 const ONES_THREADS: usize = 1 << 16;
 const ONES_PER_THREAD: usize = 16;
-/// Points one thread of a fold adds up: the ones' partial sums reach one point in few launches
-/// (a launch on a side stream waits for room behind the compute stream's kernels; 16 ways take
-/// 65,536 partials to one in 4 launches, not 16).
-const FOLD_WAYS: u32 = 16;
-
-/// The (count, out) of each launch that folds `count` partial sums to one, FOLD_WAYS at a time.
-fn fold_levels(mut count: u32) -> Vec<(u32, u32)> {
-    let mut levels = Vec::new();
-    while count > 1 {
-        let out = count.div_ceil(FOLD_WAYS);
-        levels.push((count, out));
-        count = out;
-    }
-    levels
-}
-
 /// Threads a block of the fixed-base table's making (each keeps its windows' multiples in local
 /// memory while one inversion brings them back to affine).
 const TABLE_BLOCK: u32 = 64;
@@ -355,7 +339,7 @@ impl Lane<'_> {
         ))
     }
 
-    /// Σ bases[list[k]] for k < count: threads sum strided parts, then fold FOLD_WAYS to one.
+    /// Σ bases[list[k]] for k < count: threads sum strided parts, then fold pairwise.
     fn sum_listed<C: GpuCurve>(
         &self,
         bases: &CudaSlice<u32>,
@@ -370,8 +354,10 @@ impl Lane<'_> {
         let mut partials = unsafe { self.stream.alloc::<u32>(threads * C::XYZZ_WORDS) }?;
         let (count32, threads32) = (count as u32, threads as u32);
         launch!(self, C::SUM_LISTED, threads, 128; bases, list, &count32, &threads32, &mut partials);
-        for (count, out) in fold_levels(threads32) {
-            launch!(self, C::FOLD, out as usize, 128; &mut partials, &count, &out);
+        let mut half = threads32 / 2;
+        while half > 0 {
+            launch!(self, C::FOLD, half as usize, 128; &mut partials, &half);
+            half /= 2;
         }
         let words = self.stream.clone_dtoh(&partials.slice(0..C::XYZZ_WORDS))?;
         Ok(C::from_xyzz(&words))
@@ -640,35 +626,6 @@ mod tests {
                 );
                 assert!(table_bytes(1 << log, s) == (1usize << log) * s.windows as usize * 96);
             }
-        }
-    }
-
-    #[test]
-    fn folds_reach_one_point_adding_every_partial_once() {
-        assert!(fold_levels(1).is_empty());
-        assert_eq!(
-            fold_levels(1 << 16),
-            [(1 << 16, 4096), (4096, 256), (256, 16), (16, 1)]
-        );
-        for count in [2u32, 3, 15, 16, 17, 255, 1000, 20_400, 1 << 16] {
-            // Each point's value is the set of partials it holds: every partial lands in p[0]
-            // exactly once, and no thread reads a point another writes in the same launch.
-            let mut p: Vec<Vec<u32>> = (0..count).map(|i| vec![i]).collect();
-            for (n, out) in fold_levels(count) {
-                assert!(out < n && out * FOLD_WAYS >= n);
-                for t in 0..out {
-                    let mut k = t + out;
-                    while k < n {
-                        assert!(k >= out);
-                        let moved = std::mem::take(&mut p[k as usize]);
-                        p[t as usize].extend(moved);
-                        k += out;
-                    }
-                }
-            }
-            let mut all = p[0].clone();
-            all.sort_unstable();
-            assert_eq!(all, (0..count).collect::<Vec<_>>(), "{count}");
         }
     }
 
