@@ -102,6 +102,13 @@ fn table_cost(n: usize, c: u32) -> f64 {
     n as f64 * f64::from(255 / c + 1) + FULL_ADDITIONS_A_BUCKET * f64::from(1u32 << (c - 1))
 }
 
+/// Whether the (bucket, point) entries of `m` scalars in `shape` (one a nonzero digit, at most
+/// one a window) have 32-bit offsets: the sort's counts, runs and the accumulation's chunks are
+/// u32 on the device.
+fn entries_fit(m: usize, shape: MsmShape) -> bool {
+    (m as u64) * u64::from(shape.windows) < u64::from(u32::MAX)
+}
+
 /// The chunk of `entries` each accumulation thread takes when `threads` share them, and how
 /// many chunks that makes (at most `threads`).
 fn chunking(entries: usize, threads: usize) -> (u32, u32) {
@@ -179,6 +186,19 @@ pub(super) fn table_bytes(n: usize, shape: MsmShape) -> usize {
     shape.windows as usize * n * std::mem::size_of::<G1Affine>()
 }
 
+/// u32 words of one G1 affine point (the bases' layout on the device).
+const G1_AFFINE_WORDS: usize = std::mem::size_of::<G1Affine>() / 4;
+
+/// The shape of the fixed-base table of a query of `query` points, for a call that sums its
+/// first `n`: the table covers the whole query (its stride), None where it does not pay or fit
+/// ([`MsmShape::table`]) or the call sums more points than the query has.
+fn table_shape(query: usize, n: usize) -> Option<MsmShape> {
+    if n > query {
+        return None;
+    }
+    MsmShape::table(query)
+}
+
 /// The resident key of the fixed-base table of the query under `key`: only H has one (its
 /// scalars are h's coefficients, random and all past 1; the witness's are mostly 0 and 1 and
 /// go through Pippenger a few percent at a time).
@@ -187,10 +207,12 @@ fn table_key(key: BasesKey) -> Option<BasesKey> {
 }
 
 impl GpuBackend {
-    /// The fixed-base table of the resident G1 `bases` (the query under `key`, its first `n`
-    /// points): kept resident, made on the device from the bases the first time. None where
-    /// tables are off, the query has none, or it does not fit in the device's free memory
-    /// beside the working memory (a table never pushes bases or PCEs out; it goes first).
+    /// The fixed-base table of the resident G1 `bases` (the whole query under `key`; a call
+    /// sums its first `n` points): kept resident, made on the device from the bases the first
+    /// time, over the whole query, so that every call of the query finds the same table
+    /// whatever its `n`. None where tables are off, the query has none, or it does not fit in
+    /// the device's free memory beside the working memory (a table never pushes bases or PCEs
+    /// out; it goes first).
     pub(super) fn window_table(
         &self,
         key: Option<BasesKey>,
@@ -200,25 +222,26 @@ impl GpuBackend {
         let (Some(key), CallBases::Resident(bases)) = (key.and_then(table_key), bases) else {
             return Ok(None);
         };
-        let Some(shape) = MsmShape::table(n) else {
+        let query = bases.len() / G1_AFFINE_WORDS;
+        let Some(shape) = table_shape(query, n) else {
             return Ok(None);
         };
         if !self.window_tables.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let bytes = table_bytes(n, shape);
-        let made = self.resident_extra(key, n, bytes, || {
+        let bytes = table_bytes(query, shape);
+        let made = self.resident_extra(key, query, bytes, || {
             // SAFETY: msm_window_table writes every point of the table.
             let mut table = unsafe { self.stream.alloc::<u32>(bytes / 4) }?;
-            let (n32, c, windows) = (n as u32, shape.c, shape.windows);
-            launch!(self, Kernel::MsmWindowTableG1, n, TABLE_BLOCK;
-                &**bases, &n32, &c, &windows, &mut table);
+            let (points, c, windows) = (query as u32, shape.c, shape.windows);
+            launch!(self, Kernel::MsmWindowTableG1, query, TABLE_BLOCK;
+                &**bases, &points, &c, &windows, &mut table);
             Ok(table)
         })?;
         Ok(made.map(|buf| WindowTable {
             buf,
             shape,
-            stride: n,
+            stride: query,
         }))
     }
 
@@ -384,7 +407,7 @@ impl Lane<'_> {
             }
         };
         let buckets = bucket_windows * shape.half();
-        if m as u64 * shape.windows as u64 >= u32::MAX as u64 {
+        if !entries_fit(m, shape) {
             return Err(GpuError::Shape(format!(
                 "an MSM of {m} scalars past 1 has more entries than 32-bit offsets hold"
             )));
@@ -627,6 +650,49 @@ mod tests {
                 assert!(table_bytes(1 << log, s) == (1usize << log) * s.windows as usize * 96);
             }
         }
+    }
+
+    #[test]
+    fn a_table_covers_its_whole_query_whatever_a_calls_length() {
+        let query = 1 << 20;
+        let whole = MsmShape::table(query);
+        assert!(whole.is_some());
+        // A call of fewer points finds the same table (its stride is the query's).
+        assert_eq!(table_shape(query, query), whole);
+        assert_eq!(table_shape(query, 1000), whole);
+        assert_eq!(table_shape(query, query + 1), None);
+        assert_eq!(G1_AFFINE_WORDS, 24);
+    }
+
+    /// The MSMs of a 32 GiB PoRep partition (domain 2^27; 130,169,893 aux values, the L, A
+    /// and B queries at most that long; the shape `cuzk pce extract --sector-size 32GiB`
+    /// measured): every device index fits its 32 bits.
+    #[test]
+    fn a_32gib_partitions_msms_keep_every_device_index_in_32_bits() {
+        let (h, aux) = ((1usize << 27) - 1, 130_169_893usize);
+        for m in [h, aux] {
+            let shape = MsmShape::new(m);
+            assert_eq!((shape.c, shape.windows), (20, 13), "{m}");
+            assert!(entries_fit(m, shape), "{m}");
+            let entries = m * shape.windows as usize;
+            // Every entry's point index leaves bit 31 for the sign; buckets are keys too.
+            assert!(m < MSM_NEGATE as usize && shape.buckets() < MSM_NEGATE as usize);
+            let (chunk, chunks) = chunking(entries, ACCUMULATE_THREADS);
+            assert!(chunks as usize <= ACCUMULATE_THREADS);
+            assert!((chunk as u64) * (chunks as u64) >= entries as u64);
+        }
+        // H's table, were a device to hold it (132 GiB): 11 windows of 24 bits, table positions
+        // below the sign bit; 2^28 points would not fit and get none.
+        let table = MsmShape::table(h).expect("2^27 has a table shape");
+        assert_eq!((table.c, table.windows), (24, 11));
+        assert!(table.windows as u64 * h as u64 <= MSM_NEGATE as u64);
+        assert!(entries_fit(h, table));
+        assert_eq!(table_bytes(h, table), 141_733_919_712);
+        assert_eq!(MsmShape::table((1 << 28) - 1), None);
+        // The entries' offsets are refused past u32 (not wrapped): 2^29 points, 13 windows.
+        assert!(!entries_fit(1 << 29, MsmShape::new(1 << 29)));
+        // Working memory is sized in usize, past 4 GiB.
+        assert!(msm_working_bytes::<G1Projective>(h, true) > 1 << 33);
     }
 
     #[test]

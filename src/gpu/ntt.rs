@@ -553,6 +553,26 @@ fn powers(base: Scalar, count: usize, scale: Scalar) -> Vec<Scalar> {
 mod tests {
     use super::*;
 
+    /// A 32 GiB PoRep partition's 130,278,869 constraints take the 2^27 domain; its
+    /// transforms' launches (a thread per 8 elements or per butterfly) and h's working memory
+    /// are counted past 32 bits where they must be.
+    #[test]
+    fn a_32gib_partitions_h_takes_a_2_27_domain_and_its_launches_fit() {
+        let log_n = GpuBackend::h_domain(130_278_869).unwrap();
+        assert_eq!(log_n, 27);
+        for order in [Order::Dit, Order::Dif] {
+            for (s0, k) in passes(log_n, order) {
+                let per_thread_log = if k >= REGS_LOG { REGS_LOG } else { 1 };
+                let threads = 1usize << (log_n - per_thread_log);
+                let block = 1u32 << (k + cols_log(s0, k) - per_thread_log);
+                let config = super::super::backend::grid(threads, block);
+                assert!(config.grid_dim.0 < i32::MAX as u32, "{s0} {k}");
+            }
+        }
+        // Three vectors of 2^27 scalars and the tables: past 4 GiB, in usize.
+        assert!(h_working_bytes(1 << 27) >= 3 * (32usize << 27));
+    }
+
     #[test]
     fn passes_cover_every_stage_once_in_order() {
         for log_n in 1..=28 {

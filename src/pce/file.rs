@@ -489,6 +489,44 @@ mod tests {
     use crate::pce::record;
     use crate::synth::synthetic::SyntheticCircuit;
 
+    /// A 32 GiB PoRep partition's PCE (the shape and non-zeros `cuzk pce extract
+    /// --sector-size 32GiB` recorded on the H200 box: 130,278,869 constraints, 722M non-zeros,
+    /// a 7.4 GB file): its layout is counted in usize past 4 GiB, however the non-zeros split
+    /// among A, B and C, and comes to the file's measured size.
+    #[test]
+    fn a_32gib_porep_pces_layout_is_counted_past_32_bits_and_matches_its_file() {
+        let shape = Shape {
+            inputs: 328,
+            aux: 130_169_893,
+            constraints: 130_278_869,
+        };
+        for nnz in [
+            [300_000_000, 200_000_000, 222_000_000],
+            [722_000_000, 0, 0],
+            [240_000_000, 241_000_000, 241_000_000],
+        ] {
+            let layout = Layout::new(shape, nnz, 4096).expect("a layout");
+            assert!(
+                (7_300_000_000..7_500_000_000).contains(&layout.end),
+                "{}",
+                layout.end
+            );
+            // Every array in order, aligned, none overlapping.
+            let mut at = HEADER_LEN;
+            let arrays = layout.matrices.iter().flatten();
+            for r in arrays
+                .chain([&layout.coefficients])
+                .chain(&layout.densities)
+            {
+                assert!(r.start >= at && r.start % ALIGN == 0, "{r:?}");
+                at = r.end;
+            }
+            assert!(layout.end >= at);
+        }
+        // Past usize, refused rather than wrapped.
+        assert!(Layout::new(shape, [usize::MAX / 2, 0, 0], 1).is_none());
+    }
+
     fn recorded() -> Pce {
         record(SyntheticCircuit::new(2, 3000, 1)).unwrap()
     }
