@@ -1,6 +1,6 @@
 #!/bin/bash
 # The next device call, for an H200 (not run this session: no device time left). carry/cuzk = main
-# at fc136c5 (the H table over its whole resident query), carry/cuzk-notable = it with
+# at ccb15b0 or later (the H table over its whole resident query), carry/cuzk-notable = it with
 # --no-window-tables, carry/cuzk-pinned and carry/cuzk-pinned-notable with --pinned (see
 # README.md). 1. the table selftest (calls summing fewer points than their query) to 2^22; 2. side
 # by side with supraseal-c2 from the page-locked pool, 5 runs alternating (the 0.30x target is the
