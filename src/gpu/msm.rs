@@ -53,11 +53,23 @@ impl MsmShape {
     pub fn new(m: usize) -> MsmShape {
         // log2 rounded to the nearest: 2^22 - 1 points take the shape of 2^22.
         let log = (m.max(1) as f64).log2().round() as u32;
-        let c = log.saturating_sub(6).clamp(4, 20);
+        MsmShape::of_width(log.saturating_sub(6).clamp(4, 20))
+    }
+
+    /// The shape of c-bit windows: 255 / c + 1 of them.
+    fn of_width(c: u32) -> MsmShape {
         MsmShape {
             c,
             windows: 255 / c + 1,
         }
+    }
+
+    /// Mixed additions of `n` random scalars in this shape when `bucket_windows` sets of
+    /// buckets are reduced (every window's own, or one for a fixed-base table): n entries a
+    /// window, and each bucket's reduction.
+    fn additions(&self, n: usize, bucket_windows: u32) -> f64 {
+        n as f64 * f64::from(self.windows)
+            + FULL_ADDITIONS_A_BUCKET * f64::from(bucket_windows) * self.half() as f64
     }
 
     /// The shape of a fixed-base table for `n` points ([`WindowTable`]): the c that makes the
@@ -66,16 +78,11 @@ impl MsmShape {
     /// (small MSMs: the one bucket reduction of 2^15 buckets outweighs their entries), or the
     /// table's entries would not fit 31 bits.
     pub fn table(n: usize) -> Option<MsmShape> {
-        let windows = |c: u32| 255 / c + 1;
-        let c = (16..=24).min_by(|&a, &b| table_cost(n, a).total_cmp(&table_cost(n, b)))?;
-        let shape = MsmShape {
-            c,
-            windows: windows(c),
-        };
+        let shape = (16..=24)
+            .map(MsmShape::of_width)
+            .min_by(|a, b| a.additions(n, 1).total_cmp(&b.additions(n, 1)))?;
         let plain = MsmShape::new(n);
-        let plain_cost =
-            n as f64 * f64::from(plain.windows) + FULL_ADDITIONS_A_BUCKET * plain.buckets() as f64;
-        let pays = table_cost(n, c) < 0.9 * plain_cost;
+        let pays = shape.additions(n, 1) < 0.9 * plain.additions(n, plain.windows);
         let fits =
             shape.windows <= TABLE_WINDOWS && shape.windows as u64 * n as u64 <= MSM_NEGATE as u64;
         (pays && fits).then_some(shape)
@@ -95,12 +102,6 @@ impl MsmShape {
 /// What reducing a bucket into its window sum costs, in mixed additions: two full additions
 /// (the running sum and the total), each worth ~1.4 mixed ones.
 const FULL_ADDITIONS_A_BUCKET: f64 = 2.8;
-
-/// The additions of an MSM of `n` random scalars through a fixed-base table of c-bit windows:
-/// n entries a window, and one window's bucket reduction.
-fn table_cost(n: usize, c: u32) -> f64 {
-    n as f64 * f64::from(255 / c + 1) + FULL_ADDITIONS_A_BUCKET * f64::from(1u32 << (c - 1))
-}
 
 /// Whether the (bucket, point) entries of `m` scalars in `shape` (one a nonzero digit, at most
 /// one a window) have 32-bit offsets: the sort's counts, runs and the accumulation's chunks are
@@ -181,13 +182,10 @@ pub(super) struct WindowTable {
     pub stride: usize,
 }
 
-/// Device bytes of the fixed-base table of `n` G1 bases in `shape`.
-pub(super) fn table_bytes(n: usize, shape: MsmShape) -> usize {
-    shape.windows as usize * n * std::mem::size_of::<G1Affine>()
+/// Device bytes of the fixed-base table of `n` bases of curve `C` in `shape`.
+fn table_bytes<C: GpuCurve>(n: usize, shape: MsmShape) -> usize {
+    shape.windows as usize * n * std::mem::size_of::<C::Affine>()
 }
-
-/// u32 words of one G1 affine point (the bases' layout on the device).
-const G1_AFFINE_WORDS: usize = std::mem::size_of::<G1Affine>() / 4;
 
 /// The shape of the fixed-base table of a query of `query` points, for a call that sums its
 /// first `n`: the table covers the whole query (its stride), None where it does not pay or fit
@@ -207,34 +205,36 @@ fn table_key(key: BasesKey) -> Option<BasesKey> {
 }
 
 impl GpuBackend {
-    /// The fixed-base table of the resident G1 `bases` (the whole query under `key`; a call
-    /// sums its first `n` points): kept resident, made on the device from the bases the first
-    /// time, over the whole query, so that every call of the query finds the same table
-    /// whatever its `n`. None where tables are off, the query has none, or it does not fit in
-    /// the device's free memory beside the working memory (a table never pushes bases or PCEs
-    /// out; it goes first).
-    pub(super) fn window_table(
+    /// The fixed-base table of the resident `bases` of curve `C` (the whole query under `key`;
+    /// a call sums its first `n` points): kept resident, made on the device from the bases the
+    /// first time, over the whole query, so that every call of the query finds the same table
+    /// whatever its `n`. None where tables are off, the curve or query has none, or it does not
+    /// fit in the device's free memory beside the working memory (a table never pushes bases or
+    /// PCEs out; it goes first).
+    pub(super) fn window_table<C: GpuCurve>(
         &self,
         key: Option<BasesKey>,
         bases: &CallBases,
         n: usize,
     ) -> Result<Option<WindowTable>, GpuError> {
-        let (Some(key), CallBases::Resident(bases)) = (key.and_then(table_key), bases) else {
-            return Ok(None);
-        };
-        let query = bases.len() / G1_AFFINE_WORDS;
-        let Some(shape) = table_shape(query, n) else {
-            return Ok(None);
-        };
         if !self.window_tables.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let bytes = table_bytes(query, shape);
+        let (Some(kernel), Some(key), CallBases::Resident(bases)) =
+            (C::WINDOW_TABLE, key.and_then(table_key), bases)
+        else {
+            return Ok(None);
+        };
+        let query = bases.len() * 4 / std::mem::size_of::<C::Affine>();
+        let Some(shape) = table_shape(query, n) else {
+            return Ok(None);
+        };
+        let bytes = table_bytes::<C>(query, shape);
         let made = self.resident_extra(key, query, bytes, || {
             // SAFETY: msm_window_table writes every point of the table.
             let mut table = unsafe { self.stream.alloc::<u32>(bytes / 4) }?;
             let (points, c, windows) = (query as u32, shape.c, shape.windows);
-            launch!(self, Kernel::MsmWindowTableG1, query, TABLE_BLOCK;
+            launch!(self, kernel, query, TABLE_BLOCK;
                 &**bases, &points, &c, &windows, &mut table);
             Ok(table)
         })?;
@@ -299,10 +299,7 @@ impl GpuBackend {
             CallBases::Uploaded(_) => n * (32 + std::mem::size_of::<C::Affine>()),
         };
         let clock = self.record(format!("{label}.upload"), clock, bytes as u64)?;
-        let table = match C::NAME {
-            "g1" => self.window_table(key, &db, n)?,
-            _ => None,
-        };
+        let table = self.window_table::<C>(key, &db, n)?;
         let scalars = DeviceScalars {
             buf: &ds,
             positions: n,
@@ -527,6 +524,8 @@ pub(super) trait GpuCurve: Group<Scalar = Scalar> + std::ops::AddAssign<Self> {
     const WINDOW_LEVEL: Kernel;
     /// Benchmark points as sums of table pairs (kernels/bench/points.cu).
     const PAIR_SUMS: Kernel;
+    /// The maker of a query's fixed-base table ([`WindowTable`]), where the curve has one.
+    const WINDOW_TABLE: Option<Kernel>;
     /// (X, Y, ZZ, ZZZ) in Montgomery words -> Jacobian (X·ZZ·ZZZ², Y·ZZ³·ZZZ², ZZ·ZZZ).
     fn from_xyzz(words: &[u32]) -> Self;
 }
@@ -553,6 +552,7 @@ impl GpuCurve for G1Projective {
     const FIXUP: Kernel = Kernel::MsmFixupG1;
     const WINDOW_LEVEL: Kernel = Kernel::MsmWindowLevelG1;
     const PAIR_SUMS: Kernel = Kernel::PairSumsG1;
+    const WINDOW_TABLE: Option<Kernel> = Some(Kernel::MsmWindowTableG1);
     fn from_xyzz(w: &[u32]) -> Self {
         let (x, y, zz, zzz) = (
             fp(&w[0..12]),
@@ -578,6 +578,7 @@ impl GpuCurve for G2Projective {
     const FIXUP: Kernel = Kernel::MsmFixupG2;
     const WINDOW_LEVEL: Kernel = Kernel::MsmWindowLevelG2;
     const PAIR_SUMS: Kernel = Kernel::PairSumsG2;
+    const WINDOW_TABLE: Option<Kernel> = None;
     fn from_xyzz(w: &[u32]) -> Self {
         let (x, y, zz, zzz) = (
             fp2(&w[0..24]),
@@ -647,7 +648,10 @@ mod tests {
                     s.windows < plain.windows,
                     "2^{log}: {s:?} against {plain:?}"
                 );
-                assert!(table_bytes(1 << log, s) == (1usize << log) * s.windows as usize * 96);
+                assert!(
+                    table_bytes::<G1Projective>(1 << log, s)
+                        == (1usize << log) * s.windows as usize * 96
+                );
             }
         }
     }
@@ -661,7 +665,6 @@ mod tests {
         assert_eq!(table_shape(query, query), whole);
         assert_eq!(table_shape(query, 1000), whole);
         assert_eq!(table_shape(query, query + 1), None);
-        assert_eq!(G1_AFFINE_WORDS, 24);
     }
 
     /// The MSMs of a 32 GiB PoRep partition (domain 2^27; 130,169,893 aux values, the L, A
@@ -687,7 +690,7 @@ mod tests {
         assert_eq!((table.c, table.windows), (24, 11));
         assert!(table.windows as u64 * h as u64 <= MSM_NEGATE as u64);
         assert!(entries_fit(h, table));
-        assert_eq!(table_bytes(h, table), 141_733_919_712);
+        assert_eq!(table_bytes::<G1Projective>(h, table), 141_733_919_712);
         assert_eq!(MsmShape::table((1 << 28) - 1), None);
         // The entries' offsets are refused past u32 (not wrapped): 2^29 points, 13 windows.
         assert!(!entries_fit(1 << 29, MsmShape::new(1 << 29)));

@@ -163,6 +163,35 @@ fn passes(log_n: u32, order: Order) -> Vec<(u32, u32)> {
     out
 }
 
+/// How one pass of a transform of 2^log_n (stages s0..s0 + k) is launched.
+struct PassLaunch {
+    kernel: Kernel,
+    threads: usize,
+    block: u32,
+    shared: u32,
+    /// log2 of the neighbouring columns a block takes.
+    cols_log: u32,
+}
+
+impl PassLaunch {
+    fn of(log_n: u32, s0: u32, k: u32) -> PassLaunch {
+        let cols_log = cols_log(s0, k);
+        // A thread per 8 elements where the pass has a group's 3 stages, else per butterfly.
+        let (kernel, per_thread_log) = if k >= REGS_LOG {
+            (Kernel::NttRegs, REGS_LOG)
+        } else {
+            (Kernel::NttTiles, 1)
+        };
+        PassLaunch {
+            kernel,
+            threads: 1usize << (log_n - per_thread_log),
+            block: 1u32 << (k + cols_log - per_thread_log),
+            shared: tile_shared_bytes(k + cols_log),
+            cols_log,
+        }
+    }
+}
+
 impl GpuBackend {
     /// The transform of `v` (2^log_n scalars, in place) at `roots`' root's powers, in `order`.
     fn ntt_in_place(
@@ -173,18 +202,16 @@ impl GpuBackend {
         order: Order,
     ) -> Result<(), DriverError> {
         let t = &roots.powers;
-        let n = 1usize << log_n;
         let dif = u32::from(order == Order::Dif);
         for (s0, k) in passes(log_n, order) {
-            let cols_log = cols_log(s0, k);
-            let shared = tile_shared_bytes(k + cols_log);
-            // A thread per 8 elements where the pass has a group's 3 stages, else per butterfly.
-            let (kernel, per_thread_log) = if k >= REGS_LOG {
-                (Kernel::NttRegs, REGS_LOG)
-            } else {
-                (Kernel::NttTiles, 1)
-            };
-            launch!(self, kernel, n >> per_thread_log, 1u32 << (k + cols_log - per_thread_log), shared;
+            let PassLaunch {
+                kernel,
+                threads,
+                block,
+                shared,
+                cols_log,
+            } = PassLaunch::of(log_n, s0, k);
+            launch!(self, kernel, threads, block, shared;
                 &mut *v, &log_n, &s0, &k, &dif, &t.lo, &t.hi, &t.lo_bits, &roots.low, &cols_log);
         }
         Ok(())
@@ -415,7 +442,7 @@ impl GpuBackend {
         let start = Instant::now();
         let working = h_working_bytes(n) + msm_working_bytes::<G1Projective>(n - 1, true);
         let db = self.call_bases::<G1Projective>(bases, n - 1, key, working)?;
-        let table = self.window_table(key, &db, n - 1)?;
+        let table = self.window_table::<G1Projective>(key, &db, n - 1)?;
         let (h, (), staged) = self.h_kernels([a, b, c], log_n, || Ok(()))?;
         staged.free_beside(|| {
             // h's time is the device's: wait for it (one wait a proof).
@@ -562,10 +589,8 @@ mod tests {
         assert_eq!(log_n, 27);
         for order in [Order::Dit, Order::Dif] {
             for (s0, k) in passes(log_n, order) {
-                let per_thread_log = if k >= REGS_LOG { REGS_LOG } else { 1 };
-                let threads = 1usize << (log_n - per_thread_log);
-                let block = 1u32 << (k + cols_log(s0, k) - per_thread_log);
-                let config = super::super::backend::grid(threads, block);
+                let pass = PassLaunch::of(log_n, s0, k);
+                let config = super::super::backend::grid(pass.threads, pass.block);
                 assert!(config.grid_dim.0 < i32::MAX as u32, "{s0} {k}");
             }
         }

@@ -131,14 +131,9 @@ impl GpuBackend {
         let working = h_working_bytes(n)
             + msm_working_bytes::<G1Projective>(n - 1, true)
             + witness_working_bytes(&w, with_b_g2);
-        let h_bases = self.call_bases::<G1Projective>(
-            &srs.h,
-            n - 1,
-            Some((srs.id.into(), G1Query::H.name())),
-            working,
-        )?;
-        let h_table =
-            self.window_table(Some((srs.id.into(), G1Query::H.name())), &h_bases, n - 1)?;
+        let h_key = Some((srs.id.into(), G1Query::H.name()));
+        let h_bases = self.call_bases::<G1Projective>(&srs.h, n - 1, h_key, working)?;
+        let h_table = self.window_table::<G1Projective>(h_key, &h_bases, n - 1)?;
         let plan = self.h_plan(log_n)?;
         let assignment = self.assignment_buffers(&w)?;
         let mut vectors = Vec::with_capacity(3);
