@@ -1,10 +1,12 @@
 #!/bin/bash
 # One device call: main at ef3feab (carry/cuzk-main, H window tables over the whole query) and
 # branch folds-main (carry/cuzk-folds: main plus the ones' partial sums folded 16 ways a launch).
-# 1. selftests: table (main), g1, queries, table (folds) to 2^22; 2. `bench gpu` partition 2^22,
-# both builds, tables on; 3. 2 KiB params; 4. side by side with supraseal-c2 from the page-locked
-# pool, alternating (main, main without tables, folds); 5. G1 MSM 2^26 tables on/off and the
-# synthetic 2^27 partition (where device memory allows). Everything lands in $OUT/r1.tgz.
+# carry/cuzk-base is 4c29916, the kernels when the GPU-kernel issue was filed (0.71-0.77 s a
+# partition). 1. selftests: table (main), g1, queries, table (folds) to 2^22; 2. `bench gpu`
+# partition 2^22, both builds, tables on; 3. 2 KiB params; 4. side by side with supraseal-c2 from
+# the page-locked pool, 3 runs alternating (main, main without tables, folds); 5. `bench prove
+# --compare cpu` (same bytes? verified?), both builds; 6. `bench pipeline --jobs 16` base, main,
+# folds, twice alternating. Everything lands in $OUT/r1.tgz.
 cd "$(dirname "$0")/../../.."
 nv=$(find / -name 'libnvrtc.so.13' -not -path '/proc/*' 2>/dev/null | head -1); export LD_LIBRARY_PATH=$(dirname "$nv")
 R=$(mktemp -d); trap 'tar czf $OUT/r1.tgz -C $R .' EXIT
@@ -25,7 +27,12 @@ for b in cuzk-main cuzk-folds cuzk-main cuzk-folds; do bench $b --op partition -
 step params 170 carry/cuzk-main params generate --kind porep-c2 --sector-size 2KiB --dir /tmp/cuzk-params > $R/params.log 2>&1
 mkdir -p $R/side
 P=/tmp/cuzk-params OUT=$R/side step side-by-side 200 docs/measurements/2026-12-05-h100-square/side-by-side.sh \
-  carry/supraseal 4 $B/main $B/notable $B/folds > $R/side/side.txt 2>&1
-bench cuzk-main --op msm --log2 26; bench cuzk-main --op msm --log2 26 --no-window-tables
-bench cuzk-main --op partition --log2 27 --pinned
+  carry/supraseal 3 $B/main $B/notable $B/folds > $R/side/side.txt 2>&1
+P=/tmp/cuzk-params
+for b in cuzk-main cuzk-folds; do echo "# carry/$b bench prove --kind porep-c2 --backend gpu --pinned --compare cpu --params-dir $P $K" > $R/prove-$b.err
+  step "prove $b" 60 carry/$b bench prove --kind porep-c2 --backend gpu --pinned --compare cpu --params-dir $P $K > $R/prove-$b.json 2>> $R/prove-$b.err; done
+for round in 1 2; do for b in cuzk-base cuzk-main cuzk-folds; do
+  echo "# carry/$b bench pipeline --jobs 16 --kind porep-c2 --backend gpu --params-dir $P $K --pce-dir /tmp/pce-$b" >> $R/pipeline.err
+  step "pipeline $b $round" 45 carry/$b bench pipeline --jobs 16 --kind porep-c2 --backend gpu --params-dir $P $K --pce-dir /tmp/pce-$b >> $R/pipeline.jsonl 2>> $R/pipeline.err
+done; done
 echo "total $(( $(date +%s)-T0 ))s" | tee -a $R/steps.txt >&2
