@@ -5,6 +5,7 @@ pub mod oracle;
 pub mod params;
 pub mod porep;
 pub mod post;
+pub mod rehearse;
 pub mod request;
 pub mod samples;
 pub mod snap;
