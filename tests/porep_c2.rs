@@ -66,6 +66,43 @@ fn cli_proves_curio_envelope_and_verify_seal_accepts_it() {
     assert!(!verify_with_seed(wrong_seed));
 }
 
+/// A rehearsal sector (a committed-capacity sector that exists only where its challenges look,
+/// the input the 32 GiB rehearsal proves) at 2 KiB, where real parameters exist: cuzk proves
+/// it, and filecoin-proofs' verify_seal accepts the proof. What the 32 GiB rehearsal cannot
+/// show (no real parameters at that size), this shows of the same construction.
+#[test]
+fn a_rehearsal_sectors_proof_passes_verify_seal() {
+    let prover_id = prover_id_from_miner(MINER_ID);
+    let c1 =
+        cuzk::circuits::rehearse::porep_c1(PROOF, prover_id, SECTOR_NUMBER.into(), 11).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let c1_path = write_json(dir.path(), "c1.json", &serde_json::to_value(&c1).unwrap());
+    let out_path = dir.path().join("proof.bin");
+    let out = prove_cli(&c1_path, out_path.to_str().unwrap(), MINER_ID);
+    assert!(out.status.success(), "cuzk prove failed: {}", stderr(&out));
+    let proof = std::fs::read(&out_path).unwrap();
+    let verify = |seed: [u8; 32]| {
+        filecoin_proofs_api::seal::verify_seal(
+            c1.registered_proof,
+            c1.comm_r,
+            c1.comm_d,
+            prover_id,
+            SECTOR_NUMBER.into(),
+            c1.ticket,
+            seed,
+            &proof,
+        )
+        .unwrap()
+    };
+    assert!(
+        verify(c1.seed),
+        "verify_seal rejected a rehearsal sector's proof"
+    );
+    let mut wrong_seed = c1.seed;
+    wrong_seed[0] ^= 1;
+    assert!(!verify(wrong_seed));
+}
+
 #[test]
 fn c1_with_wrong_seed_is_a_clear_error_and_no_proof() {
     let mut c1 = serde_json::to_value(sealed_c1()).unwrap();
