@@ -192,8 +192,8 @@ fn each_synthesis_paths_reservation_bounds_its_measured_peak_porep_and_winning_p
         "synth",
         "--kinds",
         "porep-c2,winning-post",
-        "--compare",
-        "full",
+        "--paths",
+        "full,pce,compact",
         "--runs",
         "1",
     ]);

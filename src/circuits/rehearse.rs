@@ -44,6 +44,8 @@ use storage_proofs_porep::stacked::{
 };
 use typenum::{Unsigned, U0};
 
+use super::request::{C1Input, PorepC2Request, ProofRequest};
+
 /// A C1 output of `registered_proof`'s sector size for this prover and sector, opening a
 /// sector that exists only where its challenges look (see the module). `seed` fixes every
 /// random choice: the same seed gives the same bytes.
@@ -87,6 +89,37 @@ pub fn porep_c1(
         seed: c.seed,
         ticket: c.ticket,
     })
+}
+
+/// A PoRep C2 request (V1_1, interactive) of a rehearsal sector of `sector_size` for this miner
+/// and sector, as Curio would send it.
+pub fn porep_request(
+    sector_size: u64,
+    miner_id: u64,
+    sector_number: u64,
+    seed: u64,
+) -> Result<ProofRequest> {
+    let registered_proof = [
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        RegisteredSealProof::StackedDrg8MiBV1_1,
+        RegisteredSealProof::StackedDrg512MiBV1_1,
+        RegisteredSealProof::StackedDrg32GiBV1_1,
+        RegisteredSealProof::StackedDrg64GiBV1_1,
+    ]
+    .into_iter()
+    .find(|p| u64::from(p.sector_size()) == sector_size)
+    .with_context(|| format!("no PoRep for {sector_size}-byte sectors"))?;
+    let c1 = porep_c1(
+        registered_proof,
+        super::prover_id_from_miner(miner_id),
+        SectorId::from(sector_number),
+        seed,
+    )?;
+    Ok(ProofRequest::PorepC2(PorepC2Request {
+        c1: C1Input::Json(serde_json::to_value(&c1)?),
+        miner_id,
+        sector_number,
+    }))
 }
 
 struct Ids {

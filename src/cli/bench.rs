@@ -37,10 +37,15 @@ pub enum Baseline {
     Cpu,
 }
 
+/// A synthesis path `bench synth` measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SynthBaseline {
-    /// The full path: every constraint built and evaluated.
+pub enum SynthChoice {
+    /// Every constraint built and evaluated.
     Full,
+    /// The witness through the PCE, then a, b and c by the host's SpMV.
+    Pce,
+    /// The witness alone through the PCE, kept compact.
+    Compact,
 }
 
 #[derive(Subcommand)]
@@ -130,9 +135,9 @@ pub enum BenchCommand {
         #[arg(long, default_value = super::pce::DEFAULT_PCE_DIR)]
         pce_dir: PathBuf,
     },
-    /// Time synthesis of one partition per proof kind through the PCE (extracted first if
-    /// missing) and, with --compare full, on the full path in the same run: seconds, peak RSS,
-    /// and whether both made the same synthesized proof.
+    /// Time synthesis of one partition per proof kind on each of --paths (the PCE extracted
+    /// first if missing), alternating, in the same run: seconds, peak RSS, what each holds, the
+    /// witness's 0/1 mix, and whether every path made the same synthesized proof.
     Synth {
         /// Proof kinds, measured one after the other in this run.
         #[arg(
@@ -144,9 +149,14 @@ pub enum BenchCommand {
         kinds: Vec<ProofKind>,
         #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
         sector_size: u64,
-        /// Also synthesize on the full path, alternating with the PCE path.
-        #[arg(long, value_enum)]
-        compare: Option<SynthBaseline>,
+        /// porep-c2 only: a rehearsal sector of --sector-size (any size, 32 GiB and 64 GiB
+        /// included: a committed-capacity sector that exists only where its challenges look)
+        /// instead of one freshly sealed.
+        #[arg(long)]
+        rehearse: bool,
+        /// The paths to measure.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "pce,compact")]
+        paths: Vec<SynthChoice>,
         /// Syntheses per path (the median is reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -295,7 +305,8 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Synth {
             kinds,
             sector_size,
-            compare,
+            rehearse,
+            paths,
             runs,
             partition,
             pce_dir,
@@ -303,11 +314,15 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             let store = crate::pce::PceStore::open(&pce_dir)?;
             let mut reports = Vec::new();
             for kind in kinds {
-                let job = prepare(fresh_sample(kind, sector_size)?)?;
+                let request = match rehearse {
+                    true => rehearsal(kind, sector_size)?,
+                    false => fresh_sample(kind, sector_size)?,
+                };
+                let job = prepare(request)?;
                 reports.push(bench_synth(
                     job.as_ref(),
                     partition,
-                    compare,
+                    &paths,
                     runs.max(1),
                     &store,
                 )?);
@@ -344,6 +359,21 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Msm { log2 } => bench_msm(log2),
         BenchCommand::Gpu(args) => super::bench_gpu::run(args),
     }
+}
+
+/// A rehearsal request of `kind` at `sector_size` (see `circuits::rehearse`).
+fn rehearsal(kind: ProofKind, sector_size: u64) -> Result<ProofRequest> {
+    if kind != ProofKind::PorepC2 {
+        bail!("only porep-c2 can be rehearsed (not {kind})");
+    }
+    let start = Instant::now();
+    let request = crate::circuits::rehearse::porep_request(sector_size, 1000, 1, 1)?;
+    tracing::info!(
+        secs = start.elapsed().as_secs_f64(),
+        sector_size,
+        "made a rehearsal sector"
+    );
+    Ok(request)
 }
 
 fn fresh_sample(kind: ProofKind, sector_size: u64) -> Result<ProofRequest> {
@@ -598,10 +628,13 @@ fn compact_synthesis(
 fn bench_synth(
     job: &dyn ProofJob,
     partition: usize,
-    compare: Option<SynthBaseline>,
+    choices: &[SynthChoice],
     runs: usize,
     store: &crate::pce::PceStore,
 ) -> Result<serde_json::Value> {
+    if choices.is_empty() {
+        bail!("--paths names no path");
+    }
     use crate::synth::SynthPath;
     let circuit = job.circuit_id();
     let start = Instant::now();
@@ -621,13 +654,17 @@ fn bench_synth(
     let domain = shape.constraints.next_power_of_two();
     let estimates = crate::synth::HostBytes::new(domain, shape.inputs, shape.aux);
     let heap = crate::synth::SizedHeap([domain, domain, domain, shape.aux]);
-    let mut paths: Vec<(Through<'_>, SynthPath)> = vec![
-        (Through::Pce(&pce), SynthPath::Pce),
-        (Through::Compact(&shared), SynthPath::Compact),
-    ];
-    if compare == Some(SynthBaseline::Full) {
-        paths.push((Through::Full, SynthPath::Full));
-    }
+    let paths: Vec<(Through<'_>, SynthPath)> = choices
+        .iter()
+        .map(|choice| match choice {
+            SynthChoice::Full => (Through::Full, SynthPath::Full),
+            SynthChoice::Pce => (Through::Pce(&pce), SynthPath::Pce),
+            SynthChoice::Compact => (Through::Compact(&shared), SynthPath::Compact),
+        })
+        .collect();
+    // Comparing paths means a digest of each one's a, b and c (a compact one expanded on the
+    // host): only where there is something to compare.
+    let compare = paths.len() > 1;
     let mut held = vec![0; paths.len()];
     let mut witness_mix = serde_json::Value::Null;
     let mut seconds = vec![Vec::new(); paths.len()];
@@ -658,7 +695,9 @@ fn bench_synth(
                 }
                 crate::pce::Synthesized::Full(_) => synthesized_bytes = synth.heap_bytes(),
             }
-            digests[i].get_or_insert_with(|| digest(&synth.into_full()));
+            if compare {
+                digests[i].get_or_insert_with(|| digest(&synth.into_full()));
+            }
         }
     }
     let median = |v: &mut Vec<f64>| {
@@ -693,8 +732,10 @@ fn bench_synth(
         });
     }
     // Every path gives the same proof (a compact one expanded on the host to compare).
-    report["identical"] = json!(digests.iter().all(|d| *d == digests[0]));
-    if compare == Some(SynthBaseline::Full) {
+    if compare {
+        report["identical"] = json!(digests.iter().all(|d| *d == digests[0]));
+    }
+    if choices.contains(&SynthChoice::Full) && choices.contains(&SynthChoice::Pce) {
         report["speedup"] = json!(
             report["full"]["synthesis_s"].as_f64().unwrap_or(0.0)
                 / report["pce"]["synthesis_s"].as_f64().unwrap_or(f64::NAN)
