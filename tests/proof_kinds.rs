@@ -128,6 +128,51 @@ fn window_post_partitions_merge_into_a_proof_verify_window_post_accepts() {
     }
 }
 
+/// A rehearsal WindowPoSt partition (sectors that exist only where their challenges look, the
+/// input the 32 GiB rehearsal synthesizes) at 2 KiB, where real parameters exist: cuzk proves
+/// it and verify_window_post accepts the proof for the sectors' comm_r.
+#[test]
+fn a_rehearsal_window_post_partition_passes_verify_window_post() {
+    params_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let request = cuzk::circuits::rehearse::window_post_request(2048, MINER_ID, 0, 3).unwrap();
+    let ProofRequest::WindowPost(r) = &request else {
+        unreachable!()
+    };
+    let proof_type = r.registered_proof;
+    let replicas: BTreeMap<_, _> = r
+        .vanilla_proofs
+        .iter()
+        .map(|bytes| {
+            let sector: filecoin_proofs::types::FallbackPoStSectorProof<
+                filecoin_proofs::constants::SectorShape2KiB,
+            > = bincode::deserialize(&bytes.0).unwrap();
+            let comm_r: [u8; 32] = filecoin_hashers::Domain::into_bytes(&sector.comm_r)
+                .try_into()
+                .unwrap();
+            (sector.sector_id, PublicReplicaInfo::new(proof_type, comm_r))
+        })
+        .collect();
+    assert_eq!(replicas.len(), 2, "a full 2 KiB partition");
+    let proof = prove_cli(dir.path(), &request);
+    let verify = |rand: [u8; 32]| {
+        filecoin_proofs_api::post::verify_window_post(
+            &rand,
+            &[(proof_type, &proof)],
+            &replicas,
+            prover_id_from_miner(MINER_ID),
+        )
+        .unwrap()
+    };
+    assert!(
+        verify(r.randomness.0),
+        "verify_window_post rejected a rehearsal partition"
+    );
+    let mut other = r.randomness.0;
+    other[0] ^= 1;
+    assert!(!verify(other));
+}
+
 #[test]
 fn winning_post_proof_verifies_with_filecoin_proofs() {
     let dir = tempfile::tempdir().unwrap();

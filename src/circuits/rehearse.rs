@@ -28,12 +28,14 @@ use filecoin_proofs::constants::{
     SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB,
 };
 use filecoin_proofs::parameters::setup_params;
+use filecoin_proofs::types::FallbackPoStSectorProof;
 use filecoin_proofs::types::VanillaSealProof as RawVanillaSealProof;
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
-use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, SectorId};
 use merkletree::hash::Algorithm;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait, MerkleTreeTrait};
@@ -44,7 +46,7 @@ use storage_proofs_porep::stacked::{
 };
 use typenum::{Unsigned, U0};
 
-use super::request::{C1Input, PorepC2Request, ProofRequest};
+use super::request::{Base64, Bytes32, C1Input, PorepC2Request, ProofRequest, WindowPostRequest};
 
 /// A C1 output of `registered_proof`'s sector size for this prover and sector, opening a
 /// sector that exists only where its challenges look (see the module). `seed` fixes every
@@ -120,6 +122,126 @@ pub fn porep_request(
         miner_id,
         sector_number,
     }))
+}
+
+/// A WindowPoSt request for partition `partition_index` of a rehearsal PoSt (window v1.2) of
+/// `sector_size`: a full partition of sectors (ids from partition_index · sectors + 1), each
+/// existing only where its challenges look: a random comm_c, a replica tree with random leaves
+/// at the challenged nodes and default ones elsewhere (sparse), comm_r = H(comm_c, comm_r_last).
+/// The challenges are filecoin-proofs' own for the randomness, prover and sector.
+pub fn window_post_request(
+    sector_size: u64,
+    miner_id: u64,
+    partition_index: usize,
+    seed: u64,
+) -> Result<ProofRequest> {
+    let seal = [
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        RegisteredSealProof::StackedDrg8MiBV1_1,
+        RegisteredSealProof::StackedDrg512MiBV1_1,
+        RegisteredSealProof::StackedDrg32GiBV1_1,
+        RegisteredSealProof::StackedDrg64GiBV1_1,
+    ]
+    .into_iter()
+    .find(|p| u64::from(p.sector_size()) == sector_size)
+    .with_context(|| format!("no WindowPoSt for {sector_size}-byte sectors"))?;
+    let (_, registered_proof) = super::samples::post_proofs(seal)?;
+    let randomness = super::samples::randomness(seed);
+    let vanilla = match sector_size {
+        SECTOR_SIZE_2_KIB => post_sectors::<SectorShape2KiB>(
+            registered_proof,
+            miner_id,
+            partition_index,
+            &randomness,
+            seed,
+        )?,
+        SECTOR_SIZE_8_MIB => post_sectors::<SectorShape8MiB>(
+            registered_proof,
+            miner_id,
+            partition_index,
+            &randomness,
+            seed,
+        )?,
+        SECTOR_SIZE_512_MIB => post_sectors::<SectorShape512MiB>(
+            registered_proof,
+            miner_id,
+            partition_index,
+            &randomness,
+            seed,
+        )?,
+        SECTOR_SIZE_32_GIB => post_sectors::<SectorShape32GiB>(
+            registered_proof,
+            miner_id,
+            partition_index,
+            &randomness,
+            seed,
+        )?,
+        _ => post_sectors::<SectorShape64GiB>(
+            registered_proof,
+            miner_id,
+            partition_index,
+            &randomness,
+            seed,
+        )?,
+    };
+    Ok(ProofRequest::WindowPost(WindowPostRequest {
+        registered_proof,
+        randomness: Bytes32(randomness),
+        miner_id: Some(miner_id),
+        prover_id: None,
+        partition_index,
+        vanilla_proofs: vanilla.into_iter().map(Base64).collect(),
+    }))
+}
+
+/// The bincode `FallbackPoStSectorProof`s of one WindowPoSt partition's rehearsal sectors.
+fn post_sectors<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
+    registered_proof: RegisteredPoStProof,
+    miner_id: u64,
+    partition_index: usize,
+    randomness: &[u8; 32],
+    seed: u64,
+) -> Result<Vec<Vec<u8>>> {
+    let count = registered_proof.as_v1_config().sector_count;
+    let first = (partition_index * count) as u64 + 1;
+    let ids: Vec<SectorId> = (first..first + count as u64).map(SectorId::from).collect();
+    let challenges = filecoin_proofs_api::post::generate_fallback_sector_challenges(
+        registered_proof,
+        randomness,
+        &ids,
+        super::prover_id_from_miner(miner_id),
+    )?;
+    let nodes = u64::from(registered_proof.sector_size()) as usize / 32;
+    let shape = Shape::of::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes)?;
+    ids.par_iter()
+        .map(|id| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ u64::from(*id).rotate_left(32));
+            let challenged = &challenges[id];
+            let leaves: BTreeMap<u64, _> = challenged
+                .iter()
+                .map(|&c| (c, <DefaultTreeHasher as Hasher>::Domain::random(&mut rng)))
+                .collect();
+            let tree = SparseTree::<DefaultTreeHasher>::new(nodes, shape.clone(), &leaves)?;
+            let comm_c = <DefaultTreeHasher as Hasher>::Domain::random(&mut rng);
+            let comm_r_last = tree.root();
+            let inclusion_proofs = challenged
+                .iter()
+                .map(|&c| tree.proof(c))
+                .collect::<Result<Vec<_>>>()?;
+            let proof = FallbackPoStSectorProof::<Tree> {
+                sector_id: *id,
+                comm_r: <DefaultTreeHasher as Hasher>::Function::hash2(&comm_c, &comm_r_last),
+                vanilla_proof: storage_proofs_post::fallback::Proof {
+                    sectors: vec![storage_proofs_post::fallback::SectorProof {
+                        inclusion_proofs,
+                        comm_c,
+                        comm_r_last,
+                    }],
+                },
+            };
+            Ok(bincode::serialize(&proof)?)
+        })
+        .collect()
 }
 
 struct Ids {

@@ -149,9 +149,9 @@ pub enum BenchCommand {
         kinds: Vec<ProofKind>,
         #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
         sector_size: u64,
-        /// porep-c2 only: a rehearsal sector of --sector-size (any size, 32 GiB and 64 GiB
-        /// included: a committed-capacity sector that exists only where its challenges look)
-        /// instead of one freshly sealed.
+        /// porep-c2 and window-post: rehearsal sectors of --sector-size (any size, 32 GiB and
+        /// 64 GiB included: sectors that exist only where their challenges look) instead of
+        /// freshly sealed ones.
         #[arg(long)]
         rehearse: bool,
         /// The paths to measure.
@@ -363,11 +363,13 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
 
 /// A rehearsal request of `kind` at `sector_size` (see `circuits::rehearse`).
 fn rehearsal(kind: ProofKind, sector_size: u64) -> Result<ProofRequest> {
-    if kind != ProofKind::PorepC2 {
-        bail!("only porep-c2 can be rehearsed (not {kind})");
-    }
+    use crate::circuits::rehearse;
     let start = Instant::now();
-    let request = crate::circuits::rehearse::porep_request(sector_size, 1000, 1, 1)?;
+    let request = match kind {
+        ProofKind::PorepC2 => rehearse::porep_request(sector_size, 1000, 1, 1)?,
+        ProofKind::WindowPost => rehearse::window_post_request(sector_size, 1000, 0, 1)?,
+        other => bail!("{other} cannot be rehearsed yet (porep-c2 and window-post can)"),
+    };
     tracing::info!(
         secs = start.elapsed().as_secs_f64(),
         sector_size,
