@@ -128,6 +128,38 @@ fn window_post_partitions_merge_into_a_proof_verify_window_post_accepts() {
     }
 }
 
+/// A rehearsal SnapDeals update (old replica and new data that exist only at a few nodes, the
+/// input the 32 GiB rehearsal synthesizes) at 2 KiB, where real parameters exist: cuzk proves it
+/// and verify_empty_sector_update_proof accepts the proof for its three commitments.
+#[test]
+fn a_rehearsal_snap_deals_update_passes_its_verifier() {
+    params_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let request = cuzk::circuits::rehearse::snap_deals_request(2048, 4).unwrap();
+    let ProofRequest::SnapDeals(r) = &request else {
+        unreachable!()
+    };
+    let proof = prove_cli(dir.path(), &request);
+    let verify = |comm_d_new: [u8; 32]| {
+        filecoin_proofs_api::update::verify_empty_sector_update_proof(
+            r.registered_proof,
+            &proof,
+            r.comm_r_old.0,
+            r.comm_r_new.0,
+            comm_d_new,
+        )
+        .unwrap()
+    };
+    assert_ne!(r.comm_r_old, r.comm_r_new);
+    assert!(
+        verify(r.comm_d_new.0),
+        "a rehearsal update's proof was rejected"
+    );
+    let mut other = r.comm_d_new.0;
+    other[0] ^= 1;
+    assert!(!verify(other));
+}
+
 /// A rehearsal WindowPoSt partition (sectors that exist only where their challenges look, the
 /// input the 32 GiB rehearsal synthesizes) at 2 KiB, where real parameters exist: cuzk proves
 /// it and verify_window_post accepts the proof for the sectors' comm_r.

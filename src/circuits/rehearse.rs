@@ -46,7 +46,9 @@ use storage_proofs_porep::stacked::{
 };
 use typenum::{Unsigned, U0};
 
-use super::request::{Base64, Bytes32, C1Input, PorepC2Request, ProofRequest, WindowPostRequest};
+use super::request::{
+    Base64, Bytes32, C1Input, PorepC2Request, ProofRequest, SnapDealsRequest, WindowPostRequest,
+};
 
 /// A C1 output of `registered_proof`'s sector size for this prover and sector, opening a
 /// sector that exists only where its challenges look (see the module). `seed` fixes every
@@ -242,6 +244,117 @@ fn post_sectors<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
             Ok(bincode::serialize(&proof)?)
         })
         .collect()
+}
+
+/// A SnapDeals request of a rehearsal update of `sector_size`: an old replica and new data that
+/// exist only at a few thousand random nodes (the rest zero: an update of zeros into zeros holds
+/// everywhere else), the new replica computed there as the update encodes it (new = old + data ·
+/// rho, rho from the commitments and the node's high bits), every tree sparse. The challenges
+/// are storage-proofs' own for comm_r_new; a challenge lands on a zero node unless it hits one of
+/// the random ones, which changes the values the circuit hashes, not its work.
+pub fn snap_deals_request(sector_size: u64, seed: u64) -> Result<ProofRequest> {
+    let registered_proof = [
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        RegisteredSealProof::StackedDrg8MiBV1_1,
+        RegisteredSealProof::StackedDrg512MiBV1_1,
+        RegisteredSealProof::StackedDrg32GiBV1_1,
+        RegisteredSealProof::StackedDrg64GiBV1_1,
+    ]
+    .into_iter()
+    .find(|p| u64::from(p.sector_size()) == sector_size)
+    .with_context(|| format!("no SnapDeals proof for {sector_size}-byte sectors"))
+    .and_then(super::samples::update_proof)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (vanilla, c) = match sector_size {
+        SECTOR_SIZE_2_KIB => update::<SectorShape2KiB>(sector_size, &mut rng)?,
+        SECTOR_SIZE_8_MIB => update::<SectorShape8MiB>(sector_size, &mut rng)?,
+        SECTOR_SIZE_512_MIB => update::<SectorShape512MiB>(sector_size, &mut rng)?,
+        SECTOR_SIZE_32_GIB => update::<SectorShape32GiB>(sector_size, &mut rng)?,
+        _ => update::<SectorShape64GiB>(sector_size, &mut rng)?,
+    };
+    Ok(ProofRequest::SnapDeals(SnapDealsRequest {
+        registered_proof,
+        vanilla_proofs: vanilla.into_iter().map(Base64).collect(),
+        comm_r_old: Bytes32(c[0]),
+        comm_r_new: Bytes32(c[1]),
+        comm_d_new: Bytes32(c[2]),
+    }))
+}
+
+/// The bincode `PartitionProof`s of a rehearsal update and its comm_r_old, comm_r_new,
+/// comm_d_new.
+fn update<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
+    sector_size: u64,
+    rng: &mut ChaCha8Rng,
+) -> Result<(Vec<Vec<u8>>, [[u8; 32]; 3])> {
+    use storage_proofs_update::constants::{h_default, TreeDHasher};
+    use storage_proofs_update::vanilla::{phi, rho, ChallengeProof, PartitionProof, PublicParams};
+    type R = DefaultTreeHasher;
+    let pp = PublicParams::from_sector_size(sector_size);
+    let nodes = pp.sector_nodes;
+    let touched: BTreeSet<u64> = (0..(nodes as u64).min(4096))
+        .map(|_| rng.gen_range(0..nodes as u64))
+        .collect();
+    let d_new: BTreeMap<u64, _> = touched
+        .iter()
+        .map(|&i| (i, <TreeDHasher as Hasher>::Domain::random(rng)))
+        .collect();
+    let r_old: BTreeMap<u64, _> = touched
+        .iter()
+        .map(|&i| (i, <R as Hasher>::Domain::random(rng)))
+        .collect();
+    let shape = Shape::of::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes)?;
+    let tree_d =
+        SparseTree::<TreeDHasher>::new(nodes, Shape::of::<typenum::U2, U0, U0>(nodes)?, &d_new)?;
+    let tree_r_old = SparseTree::<R>::new(nodes, shape.clone(), &r_old)?;
+    let comm_c = <R as Hasher>::Domain::random(rng);
+    let comm_d_new = tree_d.root();
+    let comm_r_old = <R as Hasher>::Function::hash2(&comm_c, &tree_r_old.root());
+    let phi = phi(&comm_d_new, &comm_r_old);
+    let shift = nodes.trailing_zeros() as usize - h_default(nodes);
+    let r_new: BTreeMap<u64, _> = touched
+        .iter()
+        .map(|&i| {
+            let (old, data): (Fr, Fr) = (r_old[&i].into(), d_new[&i].into());
+            (i, (old + data * rho(&phi, (i >> shift) as u32)).into())
+        })
+        .collect();
+    let tree_r_new = SparseTree::<R>::new(nodes, shape, &r_new)?;
+    let comm_r_new = <R as Hasher>::Function::hash2(&comm_c, &tree_r_new.root());
+    // Each partition's apex leaves: its share of tree_d's nodes at the apex level.
+    let apex_total = (pp.partition_count * pp.apex_leaf_count) as u64;
+    let apex_level = nodes.trailing_zeros() as usize - apex_total.trailing_zeros() as usize;
+    let proofs = (0..pp.partition_count)
+        .map(|k| {
+            let first = (k * pp.apex_leaf_count) as u64;
+            let challenge_proofs = storage_proofs_update::Challenges::new(nodes, comm_r_new, k)
+                .map(|c| {
+                    Ok(ChallengeProof::<Tree> {
+                        proof_r_old: tree_r_old.proof(c as u64)?,
+                        proof_d_new: tree_d.proof(c as u64)?,
+                        proof_r_new: tree_r_new.proof(c as u64)?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let proof = PartitionProof::<Tree> {
+                comm_c,
+                apex_leafs: (first..first + pp.apex_leaf_count as u64)
+                    .map(|i| tree_d.node(apex_level, i))
+                    .collect(),
+                challenge_proofs,
+            };
+            Ok(bincode::serialize(&proof)?)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bytes = |d: Vec<u8>| -> [u8; 32] { d.try_into().expect("a domain element is 32 bytes") };
+    Ok((
+        proofs,
+        [
+            bytes(comm_r_old.into_bytes()),
+            bytes(comm_r_new.into_bytes()),
+            bytes(comm_d_new.into_bytes()),
+        ],
+    ))
 }
 
 struct Ids {
@@ -746,6 +859,44 @@ mod tests {
         check::<SectorShape512MiB>(RegisteredSealProof::StackedDrg512MiBV1_1);
         check::<SectorShape32GiB>(RegisteredSealProof::StackedDrg32GiBV1_1);
         check::<SectorShape64GiB>(RegisteredSealProof::StackedDrg64GiBV1_1);
+    }
+
+    /// storage-proofs-update's vanilla verification of every partition of a rehearsal update.
+    fn update_verifies<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(size: u64) {
+        use storage_proofs_update::vanilla::{EmptySectorUpdate, PartitionProof, PublicInputs};
+        let ProofRequest::SnapDeals(r) = snap_deals_request(size, 5).unwrap() else {
+            unreachable!()
+        };
+        let pp = storage_proofs_update::vanilla::PublicParams::from_sector_size(size);
+        let mut proofs: Vec<PartitionProof<Tree>> = r
+            .vanilla_proofs
+            .iter()
+            .map(|b| bincode::deserialize(&b.0).unwrap())
+            .collect();
+        assert_eq!(proofs.len(), pp.partition_count);
+        let inputs = PublicInputs {
+            k: 0,
+            comm_r_old: Domain::try_from_bytes(&r.comm_r_old.0).unwrap(),
+            comm_d_new: Domain::try_from_bytes(&r.comm_d_new.0).unwrap(),
+            comm_r_new: Domain::try_from_bytes(&r.comm_r_new.0).unwrap(),
+            h: storage_proofs_update::constants::h_default(pp.sector_nodes),
+        };
+        let verify = |proofs: &[PartitionProof<Tree>]| {
+            <EmptySectorUpdate<Tree> as ProofScheme>::verify_all_partitions(&pp, &inputs, proofs)
+                .unwrap()
+        };
+        assert!(verify(&proofs), "{size}");
+        proofs[0].apex_leafs[0] = Default::default();
+        assert!(!verify(&proofs), "{size}: a wrong apex leaf verified");
+    }
+
+    #[test]
+    fn rehearsal_updates_of_every_size_pass_storage_proofs_vanilla_verification() {
+        update_verifies::<SectorShape2KiB>(SECTOR_SIZE_2_KIB);
+        update_verifies::<SectorShape8MiB>(SECTOR_SIZE_8_MIB);
+        update_verifies::<SectorShape512MiB>(SECTOR_SIZE_512_MIB);
+        update_verifies::<SectorShape32GiB>(SECTOR_SIZE_32_GIB);
+        update_verifies::<SectorShape64GiB>(SECTOR_SIZE_64_GIB);
     }
 
     #[test]

@@ -127,7 +127,8 @@ pub fn post_proofs(
     })
 }
 
-fn update_proof(seal: RegisteredSealProof) -> Result<RegisteredUpdateProof> {
+/// The SnapDeals proof type of a sealed sector's size.
+pub fn update_proof(seal: RegisteredSealProof) -> Result<RegisteredUpdateProof> {
     use RegisteredUpdateProof::*;
     Ok(match u64::from(seal.sector_size()) {
         2048 => StackedDrg2KiBV1,

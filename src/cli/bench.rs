@@ -149,7 +149,7 @@ pub enum BenchCommand {
         kinds: Vec<ProofKind>,
         #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
         sector_size: u64,
-        /// porep-c2 and window-post: rehearsal sectors of --sector-size (any size, 32 GiB and
+        /// porep-c2, snap-deals and window-post: rehearsal sectors of --sector-size (any size, 32 GiB and
         /// 64 GiB included: sectors that exist only where their challenges look) instead of
         /// freshly sealed ones.
         #[arg(long)]
@@ -367,8 +367,9 @@ fn rehearsal(kind: ProofKind, sector_size: u64) -> Result<ProofRequest> {
     let start = Instant::now();
     let request = match kind {
         ProofKind::PorepC2 => rehearse::porep_request(sector_size, 1000, 1, 1)?,
+        ProofKind::SnapDeals => rehearse::snap_deals_request(sector_size, 1)?,
         ProofKind::WindowPost => rehearse::window_post_request(sector_size, 1000, 0, 1)?,
-        other => bail!("{other} cannot be rehearsed yet (porep-c2 and window-post can)"),
+        other => bail!("{other} cannot be rehearsed (porep-c2, snap-deals and window-post can)"),
     };
     tracing::info!(
         secs = start.elapsed().as_secs_f64(),
