@@ -265,7 +265,7 @@ pub fn snap_deals_request(sector_size: u64, seed: u64) -> Result<ProofRequest> {
     .with_context(|| format!("no SnapDeals proof for {sector_size}-byte sectors"))
     .and_then(super::samples::update_proof)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (vanilla, c) = match sector_size {
+    let u = match sector_size {
         SECTOR_SIZE_2_KIB => update::<SectorShape2KiB>(sector_size, &mut rng)?,
         SECTOR_SIZE_8_MIB => update::<SectorShape8MiB>(sector_size, &mut rng)?,
         SECTOR_SIZE_512_MIB => update::<SectorShape512MiB>(sector_size, &mut rng)?,
@@ -274,19 +274,25 @@ pub fn snap_deals_request(sector_size: u64, seed: u64) -> Result<ProofRequest> {
     };
     Ok(ProofRequest::SnapDeals(SnapDealsRequest {
         registered_proof,
-        vanilla_proofs: vanilla.into_iter().map(Base64).collect(),
-        comm_r_old: Bytes32(c[0]),
-        comm_r_new: Bytes32(c[1]),
-        comm_d_new: Bytes32(c[2]),
+        vanilla_proofs: u.proofs.into_iter().map(Base64).collect(),
+        comm_r_old: Bytes32(u.comm_r_old),
+        comm_r_new: Bytes32(u.comm_r_new),
+        comm_d_new: Bytes32(u.comm_d_new),
     }))
 }
 
-/// The bincode `PartitionProof`s of a rehearsal update and its comm_r_old, comm_r_new,
-/// comm_d_new.
+/// A rehearsal update: its bincode `PartitionProof`s and commitments.
+struct Update {
+    proofs: Vec<Vec<u8>>,
+    comm_r_old: [u8; 32],
+    comm_r_new: [u8; 32],
+    comm_d_new: [u8; 32],
+}
+
 fn update<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
     sector_size: u64,
     rng: &mut ChaCha8Rng,
-) -> Result<(Vec<Vec<u8>>, [[u8; 32]; 3])> {
+) -> Result<Update> {
     use storage_proofs_update::constants::{h_default, TreeDHasher};
     use storage_proofs_update::vanilla::{phi, rho, ChallengeProof, PartitionProof, PublicParams};
     type R = DefaultTreeHasher;
