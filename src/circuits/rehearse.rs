@@ -353,14 +353,12 @@ fn update<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
         })
         .collect::<Result<Vec<_>>>()?;
     let bytes = |d: Vec<u8>| -> [u8; 32] { d.try_into().expect("a domain element is 32 bytes") };
-    Ok((
+    Ok(Update {
         proofs,
-        [
-            bytes(comm_r_old.into_bytes()),
-            bytes(comm_r_new.into_bytes()),
-            bytes(comm_d_new.into_bytes()),
-        ],
-    ))
+        comm_r_old: bytes(comm_r_old.into_bytes()),
+        comm_r_new: bytes(comm_r_new.into_bytes()),
+        comm_d_new: bytes(comm_d_new.into_bytes()),
+    })
 }
 
 struct Ids {
