@@ -95,15 +95,9 @@ pub fn porep_c1(
     })
 }
 
-/// A PoRep C2 request (V1_1, interactive) of a rehearsal sector of `sector_size` for this miner
-/// and sector, as Curio would send it.
-pub fn porep_request(
-    sector_size: u64,
-    miner_id: u64,
-    sector_number: u64,
-    seed: u64,
-) -> Result<ProofRequest> {
-    let registered_proof = [
+/// The interactive PoRep (V1_1) of a sector size: the seal every rehearsal request is sized by.
+fn seal_proof(sector_size: u64) -> Result<RegisteredSealProof> {
+    [
         RegisteredSealProof::StackedDrg2KiBV1_1,
         RegisteredSealProof::StackedDrg8MiBV1_1,
         RegisteredSealProof::StackedDrg512MiBV1_1,
@@ -112,7 +106,18 @@ pub fn porep_request(
     ]
     .into_iter()
     .find(|p| u64::from(p.sector_size()) == sector_size)
-    .with_context(|| format!("no PoRep for {sector_size}-byte sectors"))?;
+    .with_context(|| format!("no PoRep for {sector_size}-byte sectors"))
+}
+
+/// A PoRep C2 request (V1_1, interactive) of a rehearsal sector of `sector_size` for this miner
+/// and sector, as Curio would send it.
+pub fn porep_request(
+    sector_size: u64,
+    miner_id: u64,
+    sector_number: u64,
+    seed: u64,
+) -> Result<ProofRequest> {
+    let registered_proof = seal_proof(sector_size)?;
     let c1 = porep_c1(
         registered_proof,
         super::prover_id_from_miner(miner_id),
@@ -137,17 +142,7 @@ pub fn window_post_request(
     partition_index: usize,
     seed: u64,
 ) -> Result<ProofRequest> {
-    let seal = [
-        RegisteredSealProof::StackedDrg2KiBV1_1,
-        RegisteredSealProof::StackedDrg8MiBV1_1,
-        RegisteredSealProof::StackedDrg512MiBV1_1,
-        RegisteredSealProof::StackedDrg32GiBV1_1,
-        RegisteredSealProof::StackedDrg64GiBV1_1,
-    ]
-    .into_iter()
-    .find(|p| u64::from(p.sector_size()) == sector_size)
-    .with_context(|| format!("no WindowPoSt for {sector_size}-byte sectors"))?;
-    let (_, registered_proof) = super::samples::post_proofs(seal)?;
+    let (_, registered_proof) = super::samples::post_proofs(seal_proof(sector_size)?)?;
     let randomness = super::samples::randomness(seed);
     let vanilla = match sector_size {
         SECTOR_SIZE_2_KIB => post_sectors::<SectorShape2KiB>(
@@ -253,17 +248,7 @@ fn post_sectors<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
 /// are storage-proofs' own for comm_r_new; a challenge lands on a zero node unless it hits one of
 /// the random ones, which changes the values the circuit hashes, not its work.
 pub fn snap_deals_request(sector_size: u64, seed: u64) -> Result<ProofRequest> {
-    let registered_proof = [
-        RegisteredSealProof::StackedDrg2KiBV1_1,
-        RegisteredSealProof::StackedDrg8MiBV1_1,
-        RegisteredSealProof::StackedDrg512MiBV1_1,
-        RegisteredSealProof::StackedDrg32GiBV1_1,
-        RegisteredSealProof::StackedDrg64GiBV1_1,
-    ]
-    .into_iter()
-    .find(|p| u64::from(p.sector_size()) == sector_size)
-    .with_context(|| format!("no SnapDeals proof for {sector_size}-byte sectors"))
-    .and_then(super::samples::update_proof)?;
+    let registered_proof = super::samples::update_proof(seal_proof(sector_size)?)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let u = match sector_size {
         SECTOR_SIZE_2_KIB => update::<SectorShape2KiB>(sector_size, &mut rng)?,
