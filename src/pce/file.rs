@@ -527,6 +527,46 @@ mod tests {
         assert!(Layout::new(shape, [usize::MAX / 2, 0, 0], 1).is_none());
     }
 
+    /// The 32 GiB PCEs `cuzk pce extract` wrote (docs/measurements/2026-12-07-rehearsal/: their
+    /// headers' counts and body lengths): the layout computes each file's length to the byte,
+    /// past 2^32 and with WindowPoSt's 1.15 G non-zeros, and every row pointer of a matrix (its
+    /// non-zeros counted in u32) stays below 2^32.
+    #[test]
+    fn the_32gib_porep_and_window_post_pces_lay_out_to_their_files_lengths() {
+        let measured = [
+            (
+                328,
+                130_169_893,
+                130_278_869,
+                [309_405_051, 130_327_340, 282_656_500],
+                2466,
+                7_375_079_424usize,
+            ),
+            (
+                25_840,
+                126_902_376,
+                125_305_057,
+                [862_416_559, 127_398_015, 157_401_792],
+                985,
+                10_713_152_320,
+            ),
+        ];
+        for (inputs, aux, constraints, nnz, coefficients, body) in measured {
+            let shape = Shape {
+                inputs,
+                aux,
+                constraints,
+            };
+            let layout = Layout::new(shape, nnz, coefficients).expect("a layout");
+            assert_eq!(layout.end - HEADER_LEN, body, "{nnz:?}");
+            assert!(
+                nnz.iter().all(|&n| n < u32::MAX as usize),
+                "row pointers are u32"
+            );
+            assert!(layout.end > u32::MAX as usize);
+        }
+    }
+
     fn recorded() -> Pce {
         record(SyntheticCircuit::new(2, 3000, 1)).unwrap()
     }
