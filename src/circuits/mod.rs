@@ -78,6 +78,12 @@ pub trait ProofJob: Send + Sync + fmt::Debug {
         self.circuits().partitions()
     }
 
+    /// The partition proofs joined as `finish` joins them, unverified: a rehearsal's proofs
+    /// (random parameters) cannot verify. Every kind concatenates its partitions' proofs.
+    fn join(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>, CircuitError> {
+        concat_proofs(proofs, self.partitions())
+    }
+
     /// Synthesizes partition `k` on the full path, checks its public inputs against those the
     /// verifier derives and that the witness satisfies every constraint.
     fn synthesize(&self, k: usize) -> Result<SynthesizedProof, CircuitError> {

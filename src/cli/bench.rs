@@ -115,6 +115,12 @@ pub enum BenchCommand {
         /// resident (to measure the difference).
         #[arg(long)]
         no_resident_bases: bool,
+        /// Rehearse at --sector-size (porep-c2, snap-deals, window-post; 32 GiB and 64 GiB
+        /// included): rehearsal sectors (see `bench synth --rehearse`) proved with a parameter
+        /// set of the circuit's shape made of random points (no file is read), through the real
+        /// engine, budget, PCE and prover. Its proofs cannot verify and end unverified.
+        #[arg(long)]
+        rehearse: bool,
     },
     /// What a partition of a larger circuit's shape holds as its compact witness: a real 2 KiB
     /// partition's witness (its 0s, 1s and other values, in its order) pushed again and again
@@ -280,6 +286,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             pce_dir,
             kernel_cache,
             no_resident_bases,
+            rehearse,
         } => {
             let mut settings = crate::config::load(config.as_deref())?.config.settings()?;
             overrides.apply(&mut settings);
@@ -293,14 +300,32 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 .max(std::time::Duration::from_secs(86_400));
             settings.pce_dir = pce_dir;
             settings.kernel_dir = kernel_cache;
-            let request = fresh_sample(kind, sector_size)?;
-            if settings.pce {
-                let store = crate::pce::PceStore::open(&settings.pce_dir)?;
-                prepare(request.clone())?
-                    .circuit_id()
-                    .obtain_pce(&store, false)?;
-            }
-            bench_pipeline(&request, jobs, &settings, !no_resident_bases)
+            let request = match rehearse {
+                true => rehearsal(kind, sector_size)?,
+                false => fresh_sample(kind, sector_size)?,
+            };
+            let job = prepare(request.clone())?;
+            let pce = match settings.pce || rehearse {
+                true => {
+                    let store = crate::pce::PceStore::open(&settings.pce_dir)?;
+                    Some(job.circuit_id().obtain_pce(&store, false)?.0)
+                }
+                false => None,
+            };
+            // The rehearsal's parameter set: the shape the PCE's circuit asks for, random points.
+            let standing_in = match (rehearse, pce) {
+                (true, Some(pce)) => {
+                    let shape = pce.srs_shape();
+                    drop(pce);
+                    let start = Instant::now();
+                    let srs = crate::srs::Srs::random(shape, 1);
+                    tracing::info!(secs = start.elapsed().as_secs_f64(), ?shape, "made a parameter set of random points");
+                    let files = ParameterFiles::new(&settings.params_dir, &job.parameter_set());
+                    Some((files.params, srs))
+                }
+                _ => None,
+            };
+            bench_pipeline(&request, jobs, &settings, !no_resident_bases, standing_in)
         }
         BenchCommand::Synth {
             kinds,
@@ -836,11 +861,16 @@ fn bench_pipeline(
     jobs: usize,
     settings: &Settings,
     resident_bases: bool,
+    rehearsal: Option<(PathBuf, crate::srs::Srs)>,
 ) -> Result<()> {
     use crate::engine::Stage;
     use crate::jobs::JobState;
 
     let appliance = assemble(settings, None, None)?;
+    let rehearsing = rehearsal.is_some();
+    if let Some((path, srs)) = rehearsal {
+        appliance.engine.rehearse(&path, srs)?;
+    }
     for b in &appliance.backends {
         b.keep_bases(resident_bases);
     }
@@ -892,10 +922,12 @@ fn bench_pipeline(
             None => slot.as_secs_f64() / elapsed,
         })
         .collect();
-    let verified = ids
+    let done = ids
         .iter()
         .filter(|id| engine.get(id).is_some_and(|r| r.state == JobState::Done))
         .count();
+    // A rehearsal's proofs end unverified (random parameters).
+    let verified = if rehearsing { 0 } else { done };
     let occupancy: serde_json::Map<String, serde_json::Value> = Stage::ALL
         .iter()
         .zip(stage_sum)
@@ -923,7 +955,9 @@ fn bench_pipeline(
             },
             "elapsed_s": elapsed,
             "proofs_per_hour": jobs as f64 * 3600.0 / elapsed,
+            "done": done,
             "verified": verified,
+            "rehearsal": rehearsing,
             "rss_before_bytes": rss_before,
             "peak_rss_bytes": proc_status_bytes("VmHWM:"),
             "peak_reserved_bytes": peak_reserved,
@@ -941,8 +975,8 @@ fn bench_pipeline(
             },
         }))?
     );
-    if verified != jobs {
-        bail!("{} of {jobs} jobs did not end done", jobs - verified);
+    if done != jobs {
+        bail!("{} of {jobs} jobs did not end done", jobs - done);
     }
     Ok(())
 }

@@ -34,6 +34,9 @@ pub(super) struct Residency {
     loading: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
     /// Priorities of the loads waiting for budget.
     loads_waiting: Mutex<Vec<u8>>,
+    /// A rehearsal's parameter set (random bases where no file exists), held for the engine's
+    /// life; while there is one, proofs end unverified (`Engine::rehearse`).
+    pub(super) rehearsal: std::sync::OnceLock<Arc<Loaded<Srs>>>,
 }
 
 impl Residency {
@@ -71,6 +74,29 @@ pub(super) fn extraction_bytes(srs: &Srs) -> u64 {
 }
 
 impl Inner {
+    /// Rehearses with `srs`: see `Engine::rehearse`.
+    pub(super) fn rehearse(&self, path: &Path, srs: Srs) -> anyhow::Result<()> {
+        let r = &self.residency;
+        let bytes = srs.heap_bytes() as u64;
+        let held = self
+            .proving
+            .admission
+            .hold(0, Purpose::Parameters, bytes, &AtomicBool::new(false))
+            .map_err(|e| anyhow::anyhow!("the rehearsal's parameter set ({bytes} bytes): {e:?}"))?;
+        let set = Arc::new(Loaded { value: srs, held });
+        r.rehearsal
+            .set(set.clone())
+            .map_err(|_| anyhow::anyhow!("the engine already rehearses"))?;
+        r.srs.insert(path, &set, || true);
+        tracing::warn!(path = %path.display(), bytes, "rehearsing: a parameter set of random bases stands for this file; proofs will not be verified");
+        Ok(())
+    }
+
+    /// Whether this engine rehearses (proofs end unverified).
+    pub(super) fn rehearsing(&self) -> bool {
+        self.residency.rehearsal.get().is_some()
+    }
+
     /// The parameter set at `path`, shared with jobs using it now; loaded (its file's size held
     /// from the budget first, at the job's priority) when no job has it.
     pub(super) fn srs_for(

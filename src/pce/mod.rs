@@ -158,6 +158,18 @@ impl Pce {
         &self.coefficients
     }
 
+    /// The section lengths of the parameter set of this PCE's circuit.
+    pub fn srs_shape(&self) -> crate::srs::SrsShape {
+        let shape = self.shape();
+        crate::srs::SrsShape {
+            inputs: shape.inputs,
+            h: shape.constraints.next_power_of_two() - 1,
+            l: shape.aux,
+            a: shape.inputs + self.a_aux_density.count(),
+            b: self.b_input_density.count() + self.b_aux_density.count(),
+        }
+    }
+
     pub fn densities(&self) -> [&Density; 3] {
         [
             &self.a_aux_density,

@@ -265,3 +265,82 @@ impl<'a> Reader<'a> {
         }
     }
 }
+
+/// The section lengths of a parameter set: what a circuit's shape asks of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrsShape {
+    /// Public inputs, ONE included (the verifying key's ic points).
+    pub inputs: usize,
+    /// h: the evaluation domain's size less one.
+    pub h: usize,
+    /// l: one per aux variable.
+    pub l: usize,
+    /// a: every input, then the aux variables in the A density.
+    pub a: usize,
+    /// b_g1 and b_g2: the inputs, then the aux variables, in the B density.
+    pub b: usize,
+}
+
+impl Srs {
+    /// A parameter set of `shape` whose bases are random points (no file holds it): what a
+    /// rehearsal proves with where no real parameters of the size exist, as fast to sum as
+    /// real ones. Its proofs do not verify. The points are tiled: point i of a section is
+    /// R[i mod r] + S[i / r] for two tables of about √n random points, so a set of a 32 GiB
+    /// circuit's shape is made in seconds per core. `seed` fixes every point.
+    pub fn random(shape: SrsShape, seed: u64) -> Srs {
+        use group::{Curve, Group};
+        use rand::SeedableRng;
+        fn tiled<G: Group + Curve + Send + Sync>(n: usize, seed: u64) -> Vec<G::AffineRepr>
+        where
+            G::AffineRepr: Send + Default + Copy,
+        {
+            let r = 1usize << n.max(1).ilog2().div_ceil(2);
+            let table = |len: usize, seed: u64| -> Vec<G> {
+                (0..len)
+                    .into_par_iter()
+                    .map(|i| G::random(rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ i as u64)))
+                    .collect()
+            };
+            let (rows, cols) = (table(r, seed), table(n.div_ceil(r), seed.rotate_left(17) ^ 1));
+            let mut out = vec![G::AffineRepr::default(); n];
+            out.par_chunks_mut(1 << 14).enumerate().for_each(|(c, chunk)| {
+                let first = c << 14;
+                let sums: Vec<G> = (first..first + chunk.len())
+                    .map(|i| rows[i % r] + cols[i / r])
+                    .collect();
+                G::batch_normalize(&sums, chunk);
+            });
+            out
+        }
+        let g1 = G1Affine::generator();
+        let g2 = G2Affine::generator();
+        Srs {
+            id: SrsId::in_memory(seed ^ 0x7265_6865_6172_7365),
+            vk: VerifyingKey {
+                alpha_g1: g1,
+                beta_g1: g1,
+                beta_g2: g2,
+                gamma_g2: g2,
+                delta_g1: g1,
+                delta_g2: g2,
+                ic: vec![g1; shape.inputs],
+            },
+            h: tiled::<blstrs::G1Projective>(shape.h, seed),
+            l: tiled::<blstrs::G1Projective>(shape.l, seed + 1),
+            a: tiled::<blstrs::G1Projective>(shape.a, seed + 2),
+            b_g1: tiled::<blstrs::G1Projective>(shape.b, seed + 3),
+            b_g2: tiled::<blstrs::G2Projective>(shape.b, seed + 4),
+        }
+    }
+
+    /// The shape of this set's sections.
+    pub fn shape(&self) -> SrsShape {
+        SrsShape {
+            inputs: self.vk.ic.len(),
+            h: self.h.len(),
+            l: self.l.len(),
+            a: self.a.len(),
+            b: self.b_g1.len(),
+        }
+    }
+}
