@@ -263,3 +263,28 @@ fn a_larger_shapes_compact_witness_keeps_the_mix_and_fits_its_reservation() {
     assert!(n("peak_rss_growth_bytes") <= reserved, "{report}");
     assert!(n("held_bytes") * 10 < aux * 32, "{report}");
 }
+
+/// The parameter set a rehearsal makes for a circuit (`Pce::srs_shape`, then random points)
+/// has the section lengths of the real set: for every kind, the shape its 2 KiB PCE asks for
+/// equals the 2 KiB parameter file's.
+#[test]
+fn a_pces_parameter_shape_is_its_real_parameter_files() {
+    use cuzk::circuits::{CircuitId, ParameterFiles, ProofKind};
+    let params = common::params_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let store = cuzk::pce::PceStore::open(dir.path()).unwrap();
+    for kind in [
+        ProofKind::PorepC2,
+        ProofKind::SnapDeals,
+        ProofKind::WindowPost,
+        ProofKind::WinningPost,
+    ] {
+        let circuit = CircuitId::new(kind, 2048);
+        let (pce, _) = circuit.obtain_pce(&store, false).unwrap();
+        let files = ParameterFiles::new(&params, &circuit.parameter_set().unwrap());
+        let real = cuzk::srs::Srs::read(&files.params).unwrap();
+        assert_eq!(pce.srs_shape(), real.shape(), "{kind}");
+        let random = cuzk::srs::Srs::random(real.shape(), 3);
+        assert_eq!(random.shape(), real.shape(), "{kind}");
+    }
+}

@@ -541,3 +541,50 @@ fn cli_refuses_bad_input_of_each_kind_in_one_line() {
         assert!(!out.exists());
     }
 }
+
+/// `cuzk bench pipeline` of `args` (a CPU engine, 2 KiB, the test parameters): its report.
+fn pipeline(args: &[&str]) -> serde_json::Value {
+    let pce = tempfile::tempdir().unwrap();
+    let params = params_dir();
+    let mut all = vec![
+        "bench",
+        "pipeline",
+        "--backend",
+        "cpu",
+        "--params-dir",
+        params.to_str().unwrap(),
+        "--pce-dir",
+        pce.path().to_str().unwrap(),
+    ];
+    all.extend(args);
+    let out = cuzk(&all);
+    assert!(
+        out.status.success(),
+        "bench pipeline {args:?}: {}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+/// A 2 KiB WindowPoSt through the engine: its partition (with the fixed working allowance) is
+/// larger than its parameter set, whose hold therefore covers one partition (the dispatcher
+/// leaves room for one more set, so every job holding a set can start a partition): admitted,
+/// proved, verified. Then rehearsed (`--rehearse`: rehearsal sectors, a parameter set of random
+/// points standing for the file): proved through the same engine, and ended unverified.
+#[test]
+fn window_post_goes_through_the_engine_real_and_rehearsed() {
+    let real = pipeline(&["--kind", "window-post", "--jobs", "2"]);
+    assert_eq!(
+        (real["done"].as_u64(), real["verified"].as_u64()),
+        (Some(2), Some(2)),
+        "{real}"
+    );
+    assert_eq!(real["rehearsal"], false);
+    let rehearsed = pipeline(&["--kind", "window-post", "--jobs", "2", "--rehearse"]);
+    assert_eq!(
+        (rehearsed["done"].as_u64(), rehearsed["verified"].as_u64()),
+        (Some(2), Some(0)),
+        "{rehearsed}"
+    );
+    assert_eq!(rehearsed["rehearsal"], true);
+}

@@ -319,7 +319,11 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                     drop(pce);
                     let start = Instant::now();
                     let srs = crate::srs::Srs::random(shape, 1);
-                    tracing::info!(secs = start.elapsed().as_secs_f64(), ?shape, "made a parameter set of random points");
+                    tracing::info!(
+                        secs = start.elapsed().as_secs_f64(),
+                        ?shape,
+                        "made a parameter set of random points"
+                    );
                     let files = ParameterFiles::new(&settings.params_dir, &job.parameter_set());
                     Some((files.params, srs))
                 }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::run::{internal, Ending, OverBudget};
+use super::run::{internal, set_hold_bytes, Ending, OverBudget};
 use super::sets::{Loaded, Sets};
 use super::{lock, Inner};
 use crate::circuits::{CircuitId, ProofJob};
@@ -77,7 +77,7 @@ impl Inner {
     /// Rehearses with `srs`: see `Engine::rehearse`.
     pub(super) fn rehearse(&self, path: &Path, srs: Srs) -> anyhow::Result<()> {
         let r = &self.residency;
-        let bytes = srs.heap_bytes() as u64;
+        let bytes = set_hold_bytes(srs.heap_bytes() as u64, srs.shape());
         let held = self
             .proving
             .admission
@@ -112,9 +112,16 @@ impl Inner {
         // One load per set at a time; loads of different sets wait in the dispatcher together.
         let flight = r.flight(path);
         let _one_load = lock(&flight);
-        let bytes = std::fs::metadata(path)
+        let file_bytes = std::fs::metadata(path)
             .map_err(|e| internal(format!("Groth16 parameters {}: {e}", path.display())))?
             .len();
+        let shape = Srs::read_shape(path).map_err(|e| {
+            internal(format!(
+                "reading Groth16 parameters {}: {e:#}",
+                path.display()
+            ))
+        })?;
+        let bytes = set_hold_bytes(file_bytes, shape);
         if cancel.load(Ordering::SeqCst) {
             return Err(Ending::Cancelled);
         }

@@ -113,7 +113,19 @@ pub(super) fn internal(detail: impl Into<String>) -> Ending {
 /// What one partition holds on the host, per synthesis path, from the circuit's shape as its
 /// parameters give it.
 pub fn partition_bytes(srs: &Srs) -> HostBytes {
-    HostBytes::new(srs.h.len() + 1, srs.vk.ic.len(), srs.l.len())
+    shaped_partition_bytes(srs.shape())
+}
+
+/// [`partition_bytes`] of a set of this shape, before it is loaded.
+pub(super) fn shaped_partition_bytes(shape: crate::srs::SrsShape) -> HostBytes {
+    HostBytes::new(shape.h + 1, shape.inputs, shape.l)
+}
+
+/// What a parameter set is held at from the budget: its bytes, and at least one partition of
+/// it, which the dispatcher's no-deadlock rule leaves room for by leaving room for one more set
+/// (a small circuit's partition, its fixed working allowance included, can outgrow its set).
+pub(super) fn set_hold_bytes(set_bytes: u64, shape: crate::srs::SrsShape) -> u64 {
+    set_bytes.max(shaped_partition_bytes(shape).full)
 }
 
 impl Inner {

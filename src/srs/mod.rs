@@ -152,6 +152,33 @@ impl Srs {
         })
     }
 
+    /// The section lengths of a `.params` file, read from its counts alone (no point decoded):
+    /// what its set will hold, known before it is loaded.
+    pub fn read_shape(path: &Path) -> Result<SrsShape, SrsError> {
+        let io = |source| SrsError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        // SAFETY: as in `read`: parameter files are never modified in place.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let mut r = Reader {
+            path,
+            bytes: &map,
+            pos: 0,
+        };
+        r.take("vk", VK_FIXED_BYTES)?;
+        let inputs = r.count("vk.ic")?;
+        r.take("vk.ic", inputs.saturating_mul(G1_BYTES))?;
+        let mut lengths = [0; 4];
+        for (n, section) in lengths.iter_mut().zip(["h", "l", "a", "b_g1"]) {
+            *n = r.count(section)?;
+            r.take(section, n.saturating_mul(G1_BYTES))?;
+        }
+        let [h, l, a, b] = lengths;
+        Ok(SrsShape { inputs, h, l, a, b })
+    }
+
     /// Heap bytes of the decoded points.
     pub fn heap_bytes(&self) -> usize {
         let g1 = std::mem::size_of::<G1Affine>();
@@ -301,15 +328,20 @@ impl Srs {
                     .map(|i| G::random(rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ i as u64)))
                     .collect()
             };
-            let (rows, cols) = (table(r, seed), table(n.div_ceil(r), seed.rotate_left(17) ^ 1));
+            let (rows, cols) = (
+                table(r, seed),
+                table(n.div_ceil(r), seed.rotate_left(17) ^ 1),
+            );
             let mut out = vec![G::AffineRepr::default(); n];
-            out.par_chunks_mut(1 << 14).enumerate().for_each(|(c, chunk)| {
-                let first = c << 14;
-                let sums: Vec<G> = (first..first + chunk.len())
-                    .map(|i| rows[i % r] + cols[i / r])
-                    .collect();
-                G::batch_normalize(&sums, chunk);
-            });
+            out.par_chunks_mut(1 << 14)
+                .enumerate()
+                .for_each(|(c, chunk)| {
+                    let first = c << 14;
+                    let sums: Vec<G> = (first..first + chunk.len())
+                        .map(|i| rows[i % r] + cols[i / r])
+                        .collect();
+                    G::batch_normalize(&sums, chunk);
+                });
             out
         }
         let g1 = G1Affine::generator();
