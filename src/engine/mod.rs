@@ -234,13 +234,8 @@ impl Engine {
     }
 
     /// From now on the engine loop pings the systemd watchdog.
-    /// Rehearses: jobs whose parameter file is `path` prove with `srs` (a set of their
-    /// circuit's shape with random bases, [`Srs::random`], where no file of the size exists),
-    /// and their proofs, which cannot verify, end unverified (the job's stage says so; nothing
-    /// counts them as verified). For `cuzk bench pipeline --rehearse`; the service never calls
-    /// it. The set's bytes are held from the budget for the engine's life.
-    ///
-    /// [`Srs::random`]: crate::srs::Srs::random
+    /// Rehearses (`bench pipeline --rehearse`; never the service): jobs whose parameter file
+    /// is `path` prove with `srs` (random bases, `Srs::random`) and end unverified.
     pub fn rehearse(&self, path: &std::path::Path, srs: crate::srs::Srs) -> anyhow::Result<()> {
         self.inner.rehearse(path, srs)
     }

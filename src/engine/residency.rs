@@ -74,7 +74,9 @@ pub(super) fn extraction_bytes(srs: &Srs) -> u64 {
 }
 
 impl Inner {
-    /// Rehearses with `srs`: see `Engine::rehearse`.
+    /// Rehearses with `srs` where no file of the size exists: it stands for `path` (held from
+    /// the budget for the engine's life), and proofs, which cannot verify with random bases,
+    /// end unverified (the job's stage says so; nothing counts them as verified).
     pub(super) fn rehearse(&self, path: &Path, srs: Srs) -> anyhow::Result<()> {
         let r = &self.residency;
         let bytes = set_hold_bytes(srs.heap_bytes() as u64, srs.shape());
