@@ -284,6 +284,12 @@ fn a_pces_parameter_shape_is_its_real_parameter_files() {
         let files = ParameterFiles::new(&params, &circuit.parameter_set().unwrap());
         let real = cuzk::srs::Srs::read(&files.params).unwrap();
         assert_eq!(pce.srs_shape(), real.shape(), "{kind}");
+        // The counts read before loading are the loaded set's.
+        assert_eq!(
+            cuzk::srs::Srs::read_shape(&files.params).unwrap(),
+            real.shape(),
+            "{kind}"
+        );
         let random = cuzk::srs::Srs::random(real.shape(), 3);
         assert_eq!(random.shape(), real.shape(), "{kind}");
     }
