@@ -376,3 +376,29 @@ impl Srs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_random_set_has_its_shape_distinct_points_and_is_fixed_by_its_seed() {
+        let shape = SrsShape {
+            inputs: 3,
+            h: 1023,
+            l: 700,
+            a: 500,
+            b: 301,
+        };
+        let set = Srs::random(shape, 9);
+        assert_eq!(set.shape(), shape);
+        assert_eq!(set.b_g2.len(), shape.b);
+        assert_eq!(set.h, Srs::random(shape, 9).h);
+        assert_ne!(set.h, Srs::random(shape, 10).h);
+        let distinct: std::collections::HashSet<_> =
+            set.h.iter().map(|p| p.to_compressed()).collect();
+        assert_eq!(distinct.len(), shape.h);
+        assert!(set.h.iter().all(|p| !bool::from(p.is_identity())));
+        assert!(set.b_g2.iter().all(|p| bool::from(p.is_torsion_free())));
+    }
+}
