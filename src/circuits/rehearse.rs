@@ -144,43 +144,21 @@ pub fn window_post_request(
 ) -> Result<ProofRequest> {
     let (_, registered_proof) = super::samples::post_proofs(seal_proof(sector_size)?)?;
     let randomness = super::samples::randomness(seed);
-    let vanilla = match sector_size {
-        SECTOR_SIZE_2_KIB => post_sectors::<SectorShape2KiB>(
-            registered_proof,
-            miner_id,
-            partition_index,
-            &randomness,
-            seed,
-        )?,
-        SECTOR_SIZE_8_MIB => post_sectors::<SectorShape8MiB>(
-            registered_proof,
-            miner_id,
-            partition_index,
-            &randomness,
-            seed,
-        )?,
-        SECTOR_SIZE_512_MIB => post_sectors::<SectorShape512MiB>(
-            registered_proof,
-            miner_id,
-            partition_index,
-            &randomness,
-            seed,
-        )?,
-        SECTOR_SIZE_32_GIB => post_sectors::<SectorShape32GiB>(
-            registered_proof,
-            miner_id,
-            partition_index,
-            &randomness,
-            seed,
-        )?,
-        _ => post_sectors::<SectorShape64GiB>(
-            registered_proof,
-            miner_id,
-            partition_index,
-            &randomness,
-            seed,
-        )?,
+    type Sectors = fn(RegisteredPoStProof, u64, usize, &[u8; 32], u64) -> Result<Vec<Vec<u8>>>;
+    let sectors: Sectors = match sector_size {
+        SECTOR_SIZE_2_KIB => post_sectors::<SectorShape2KiB>,
+        SECTOR_SIZE_8_MIB => post_sectors::<SectorShape8MiB>,
+        SECTOR_SIZE_512_MIB => post_sectors::<SectorShape512MiB>,
+        SECTOR_SIZE_32_GIB => post_sectors::<SectorShape32GiB>,
+        _ => post_sectors::<SectorShape64GiB>,
     };
+    let vanilla = sectors(
+        registered_proof,
+        miner_id,
+        partition_index,
+        &randomness,
+        seed,
+    )?;
     Ok(ProofRequest::WindowPost(WindowPostRequest {
         registered_proof,
         randomness: Bytes32(randomness),

@@ -16,7 +16,6 @@ use anyhow::{anyhow, Result};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use clap::ValueEnum;
 use ff::Field;
-use group::prime::PrimeCurveAffine;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -369,19 +368,9 @@ fn timed<T>(f: impl FnOnce() -> Result<T, ProveError>) -> Result<f64> {
 
 /// A parameter set made in memory: `h` (also the G1 bases of single MSMs) and `b_g2`.
 pub(super) fn srs(h: Vec<G1Affine>, b_g2: Vec<G2Affine>) -> Srs {
-    let g1 = G1Affine::generator();
-    let g2 = G2Affine::generator();
     Srs {
         id: SrsId::in_memory(h.len() as u64 ^ (b_g2.len() as u64) << 32),
-        vk: bellperson::groth16::VerifyingKey {
-            alpha_g1: g1,
-            beta_g1: g1,
-            beta_g2: g2,
-            gamma_g2: g2,
-            delta_g1: g1,
-            delta_g2: g2,
-            ic: Vec::new(),
-        },
+        vk: crate::srs::placeholder_vk(0),
         h,
         l: Vec::new(),
         a: Vec::new(),

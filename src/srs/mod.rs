@@ -293,6 +293,22 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A verifying key of generators with `inputs` ic points, for a set of random points: its
+/// proofs verify against no key, and nothing checks them with this one.
+pub fn placeholder_vk(inputs: usize) -> VerifyingKey<Bls12> {
+    let g1 = G1Affine::generator();
+    let g2 = G2Affine::generator();
+    VerifyingKey {
+        alpha_g1: g1,
+        beta_g1: g1,
+        beta_g2: g2,
+        gamma_g2: g2,
+        delta_g1: g1,
+        delta_g2: g2,
+        ic: vec![g1; inputs],
+    }
+}
+
 /// The section lengths of a parameter set: what a circuit's shape asks of one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SrsShape {
@@ -344,19 +360,9 @@ impl Srs {
                 });
             out
         }
-        let g1 = G1Affine::generator();
-        let g2 = G2Affine::generator();
         Srs {
             id: SrsId::in_memory(seed ^ 0x7265_6865_6172_7365),
-            vk: VerifyingKey {
-                alpha_g1: g1,
-                beta_g1: g1,
-                beta_g2: g2,
-                gamma_g2: g2,
-                delta_g1: g1,
-                delta_g2: g2,
-                ic: vec![g1; shape.inputs],
-            },
+            vk: placeholder_vk(shape.inputs),
             h: tiled::<blstrs::G1Projective>(shape.h, seed),
             l: tiled::<blstrs::G1Projective>(shape.l, seed + 1),
             a: tiled::<blstrs::G1Projective>(shape.a, seed + 2),
