@@ -34,6 +34,18 @@ pub fn write_with(path: &Path, write: impl FnOnce(&mut File) -> Result<()>) -> R
     result
 }
 
+/// Opens (or makes, empty) the lock file at `path` for `File::lock` and its kin: its content
+/// is never what is kept, so it is neither truncated nor written atomically.
+pub fn lock_file(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
 /// `.NAME.tmp-PID` beside `path`: where its new content is written before `publish`.
 pub fn temp_path(path: &Path) -> PathBuf {
     let name = path

@@ -420,6 +420,13 @@ fn bad_window_post_input_is_refused_by_name() {
                 v["vanilla_proofs"].as_array_mut().unwrap().push(p);
             })),
             ("invalid vanilla_proofs: is empty", Box::new(|v| v["vanilla_proofs"] = serde_json::json!([]))),
+            // verify_window_post takes sectors in ascending order: any other order would prove
+            // and self-verify, then fail on chain.
+            ("invalid vanilla_proofs[1]: sector 1 follows sector 2: a partition's sectors go in ascending order", Box::new(|v| v["vanilla_proofs"].as_array_mut().unwrap().swap(0, 1))),
+            ("invalid vanilla_proofs[1]: sector 1 follows sector 1", Box::new(|v| {
+                let p = v["vanilla_proofs"][0].clone();
+                v["vanilla_proofs"][1] = p;
+            })),
             ("invalid registered_proof: StackedDrgWinning2KiBV1 is not a WindowPoSt proof", Box::new(|v| v["registered_proof"] = serde_json::json!("StackedDrgWinning2KiBV1"))),
             ("invalid vanilla_proofs", Box::new(|v| v["registered_proof"] = serde_json::json!("StackedDrgWindow32GiBV1_2"))),
             ("invalid randomness: not a BLS12-381 field element", Box::new(|v| v["randomness"] = hex32([0xff; 32]))),

@@ -108,5 +108,43 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(|| async { Problem::not_found("no such resource") })
         .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            front_door,
+        ))
         .with_state(app)
+}
+
+/// Every request passes here: a body whose Content-Length is over the limit is refused before
+/// a byte of it is read (and before `Expect: 100-continue` is answered); each request gets an
+/// access log line, at debug, and at warn for a 5xx.
+async fn front_door(
+    axum::extract::State(app): axum::extract::State<Arc<App>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    let start = Instant::now();
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let response = match declared {
+        Some(n) if n > app.settings.max_body_bytes as u64 => {
+            Problem::body_too_large(app.settings.max_body_bytes).into_response()
+        }
+        _ => next.run(request).await,
+    };
+    let (status, ms) = (
+        response.status().as_u16(),
+        start.elapsed().as_secs_f64() * 1e3,
+    );
+    if response.status().is_server_error() {
+        tracing::warn!(%method, path, status, ms, "request");
+    } else {
+        tracing::debug!(%method, path, status, ms, "request");
+    }
+    response
 }

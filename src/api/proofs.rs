@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -45,7 +45,8 @@ pub async fn submit(
     if app.draining() {
         return Err(Problem::unavailable(
             "the service is shutting down; submit again after it restarts",
-        ));
+        )
+        .retry_after(RESTART_RETRY));
     }
     let json = headers
         .get(header::CONTENT_TYPE)
@@ -65,15 +66,7 @@ pub async fn submit(
     }
     let body = body.map_err(|r| {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Problem::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body-too-large",
-                "Request body too large",
-                format!(
-                    "the body is over api.max_body_bytes = {}",
-                    app.settings.max_body_bytes
-                ),
-            )
+            Problem::body_too_large(app.settings.max_body_bytes)
         } else {
             Problem::new(
                 StatusCode::BAD_REQUEST,
@@ -92,10 +85,15 @@ pub async fn submit(
         )
     })?;
     let id = take_id(&mut value)?;
+    // A new job must find room before it is checked in full (the costly part).
+    if app.engine.get(&id).is_none() {
+        app.engine.has_room().map_err(|e| submit_problem(&app, e))?;
+    }
     // The stored form: canonical (keys sorted), without the id.
     let request = serde_json::to_vec(&value).expect("a JSON value serializes");
 
     let engine = app.engine.clone();
+    let answer = app.clone();
     let (record, created) = tokio::task::spawn_blocking(move || {
         let parsed = ProofRequest::from_json(&request).map_err(Problem::invalid_input)?;
         let kind = parsed.kind();
@@ -104,10 +102,12 @@ pub async fn submit(
         if engine.get(&id).is_none() {
             parsed.prepare().map_err(Problem::invalid_input)?;
         }
-        engine.submit(&id, kind, &request).map_err(submit_problem)
+        engine
+            .submit(&id, kind, &request)
+            .map_err(|e| submit_problem(&answer, e))
     })
     .await
-    .map_err(|e| Problem::internal(format!("validation task: {e}")))??;
+    .map_err(|e| Problem::internal("validating the request failed").caused_by(e.to_string()))??;
     Ok(job_response(
         if created {
             StatusCode::ACCEPTED
@@ -122,9 +122,14 @@ pub async fn submit(
 fn take_id(value: &mut serde_json::Value) -> Result<String, Problem> {
     let invalid =
         |why: &str| Problem::invalid_input(crate::circuits::CircuitError::invalid("id", why));
-    let object = value
-        .as_object_mut()
-        .ok_or_else(|| invalid("the request is not a JSON object"))?;
+    let object = value.as_object_mut().ok_or_else(|| {
+        Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-input",
+            "Invalid proof request",
+            "the request is not a JSON object",
+        )
+    })?;
     match object.remove("id") {
         None => {
             let bytes: [u8; 16] = rand::rngs::OsRng.gen();
@@ -132,12 +137,15 @@ fn take_id(value: &mut serde_json::Value) -> Result<String, Problem> {
         }
         Some(serde_json::Value::String(id)) if valid_id(&id) => Ok(id),
         Some(_) => Err(invalid(
-            "1 to 128 of A-Z a-z 0-9 . _ - (not starting with a dot)",
+            "1 to 128 of A-Z a-z 0-9 . _ - (not starting with a dot or a dash, no '..')",
         )),
     }
 }
 
-fn submit_problem(e: SubmitError) -> Problem {
+/// How soon a client refused for a restart should come back.
+const RESTART_RETRY: Duration = Duration::from_secs(30);
+
+fn submit_problem(app: &App, e: SubmitError) -> Problem {
     match e {
         SubmitError::Conflict(_) => Problem::new(
             StatusCode::CONFLICT,
@@ -150,9 +158,10 @@ fn submit_problem(e: SubmitError) -> Problem {
             "queue-full",
             "Queue full",
             e.to_string(),
-        ),
-        SubmitError::Draining => Problem::unavailable(e.to_string()),
-        SubmitError::Store(_) => Problem::internal(e.to_string()),
+        )
+        .retry_after(app.engine.retry_after()),
+        SubmitError::Draining => Problem::unavailable(e.to_string()).retry_after(RESTART_RETRY),
+        SubmitError::Store(e) => Problem::storage("storing the job", &e),
     }
 }
 
@@ -178,11 +187,32 @@ fn parse_wait(s: &str) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs).min(MAX_WAIT))
 }
 
+/// The job id of the path, or a problem (a path segment that is not UTF-8, say).
+fn job_id(path: Result<Path<String>, PathRejection>) -> Result<String, Problem> {
+    path.map(|Path(id)| id).map_err(|r| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "bad-path",
+            "Bad path",
+            format!("the job id in the path cannot be read: {}", r.body_text()),
+        )
+    })
+}
+
 pub async fn get_job(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
-    Query(query): Query<WaitQuery>,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<WaitQuery>, QueryRejection>,
 ) -> Result<Response, Problem> {
+    let id = job_id(path)?;
+    let Query(query) = query.map_err(|r| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "bad-query",
+            "Bad query",
+            format!("{}: give at most one wait=, e.g. wait=30s", r.body_text()),
+        )
+    })?;
     let mut changes = app
         .engine
         .subscribe(&id)
@@ -204,8 +234,9 @@ pub async fn get_job(
 
 pub async fn get_proof(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, Problem> {
+    let id = job_id(path)?;
     let record = app
         .engine
         .get(&id)
@@ -219,22 +250,32 @@ pub async fn get_proof(
         ));
     }
     let engine = app.engine.clone();
-    let bytes = tokio::task::spawn_blocking(move || engine.proof(&id))
+    let bytes = tokio::task::spawn_blocking(move || engine.proof(&record))
         .await
-        .map_err(|e| Problem::internal(e.to_string()))?
-        .map_err(|e| Problem::internal(format!("{e:#}")))?;
+        .map_err(|e| Problem::internal("reading the proof failed").caused_by(e.to_string()))?
+        .map_err(|e| {
+            Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "proof-damaged",
+                "Stored proof damaged",
+                format!("the stored proof of job {id} is missing or damaged; submit the request again under a new id"),
+            )
+            .caused_by(format!("{e:#}"))
+        })?;
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
 }
 
 pub async fn cancel(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, Problem> {
+    let id = job_id(path)?;
     let engine = app.engine.clone();
     let record = tokio::task::spawn_blocking(move || engine.cancel(&id))
         .await
-        .map_err(|e| Problem::internal(e.to_string()))?
+        .map_err(|e| Problem::internal("cancelling failed").caused_by(e.to_string()))?
         .map_err(|e| match e {
+            CancelError::Store(_, cause) => Problem::storage("storing the cancellation", &cause),
             CancelError::NotFound(_) => Problem::not_found(e.to_string()),
             CancelError::Final(..) => Problem::new(
                 StatusCode::CONFLICT,

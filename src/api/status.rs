@@ -37,6 +37,7 @@ pub async fn status(State(app): State<Arc<App>>) -> Response {
         },
         "data_dir": app.settings.data_dir,
         "params_dir": app.settings.params_dir,
+        "quarantined_jobs": engine.quarantined_jobs,
     }))
     .into_response()
 }

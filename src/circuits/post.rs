@@ -310,6 +310,18 @@ fn typed_window<Tree: 'static + MerkleTreeTrait>(
         ));
     }
     let proofs = req.sector_proofs::<Tree>(config.challenge_count)?;
+    // The chain's verifier (verify_window_post) takes the sectors in ascending order of their
+    // numbers and splits them into partitions in that order: a partition proved in any other
+    // order verifies here and fails there.
+    for (i, pair) in proofs.windows(2).enumerate() {
+        let (before, after) = (u64::from(pair[0].sector_id), u64::from(pair[1].sector_id));
+        if after <= before {
+            return Err(CircuitError::invalid(
+                format!("vanilla_proofs[{}]", i + 1),
+                format!("sector {after} follows sector {before}: a partition's sectors go in ascending order of their numbers, each once, as the chain's verifier takes them"),
+            ));
+        }
+    }
     let (randomness, prover_id) = req.domains()?;
     let sectors = public_sectors(&proofs);
     let circuit_inputs = fallback::PublicInputs {
@@ -386,6 +398,18 @@ fn typed_winning<Tree: 'static + MerkleTreeTrait>(
     let public_params = FallbackPoSt::<Tree>::setup(&setup)
         .map_err(|e| CircuitError::invalid("registered_proof", format!("{e:#}")))?;
     let proofs = req.sector_proofs::<Tree>(config.challenge_count)?;
+    // The chain's verifier (verify_window_post) takes the sectors in ascending order of their
+    // numbers and splits them into partitions in that order: a partition proved in any other
+    // order verifies here and fails there.
+    for (i, pair) in proofs.windows(2).enumerate() {
+        let (before, after) = (u64::from(pair[0].sector_id), u64::from(pair[1].sector_id));
+        if after <= before {
+            return Err(CircuitError::invalid(
+                format!("vanilla_proofs[{}]", i + 1),
+                format!("sector {after} follows sector {before}: a partition's sectors go in ascending order of their numbers, each once, as the chain's verifier takes them"),
+            ));
+        }
+    }
     let (randomness, prover_id) = req.domains()?;
     let sectors = public_sectors(&proofs);
     let circuit_inputs = fallback::PublicInputs {

@@ -1,7 +1,9 @@
-//! Rehearsal inputs: PoRep C1 outputs of any sector size, 32 GiB and 64 GiB included, that no
-//! test box could seal (hours of PC1, hundreds of GB of layers), made in seconds.
+//! Rehearsal inputs: PoRep C1 outputs, SnapDeals updates and WindowPoSt partitions of any sector
+//! size, 32 GiB and 64 GiB included, that no test box could seal (hours of PC1, hundreds of GB
+//! of layers), made in seconds. SnapDeals and WindowPoSt are described at their builders; what
+//! follows is the PoRep's.
 //!
-//! The sector they open is a committed-capacity sector (all data zeros) whose labels exist
+//! The sector a C1 output opens is a committed-capacity sector (all data zeros) whose labels exist
 //! only where a challenge looks: every challenged node and every parent of one. The parents'
 //! labels are random; a challenged node's labels are computed from its parents' as sealing
 //! computes them (layer by layer, SHA-256 over the replica id, layer, node and parents); its
@@ -187,7 +189,7 @@ fn post_sectors<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
         super::prover_id_from_miner(miner_id),
     )?;
     let nodes = u64::from(registered_proof.sector_size()) as usize / 32;
-    let shape = Shape::of::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes)?;
+    let shape = Shape::of_tree::<Tree>(nodes)?;
     ids.par_iter()
         .map(|id| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ u64::from(*id).rotate_left(32));
@@ -272,7 +274,7 @@ fn update<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
         .iter()
         .map(|&i| (i, <R as Hasher>::Domain::random(rng)))
         .collect();
-    let shape = Shape::of::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes)?;
+    let shape = Shape::of_tree::<Tree>(nodes)?;
     let tree_d =
         SparseTree::<TreeDHasher>::new(nodes, Shape::of::<typenum::U2, U0, U0>(nodes)?, &d_new)?;
     let tree_r_old = SparseTree::<R>::new(nodes, shape.clone(), &r_old)?;
@@ -315,12 +317,11 @@ fn update<Tree: 'static + MerkleTreeTrait<Hasher = DefaultTreeHasher>>(
             Ok(bincode::serialize(&proof)?)
         })
         .collect::<Result<Vec<_>>>()?;
-    let bytes = |d: Vec<u8>| -> [u8; 32] { d.try_into().expect("a domain element is 32 bytes") };
     Ok(Update {
         proofs,
-        comm_r_old: bytes(comm_r_old.into_bytes()),
-        comm_r_new: bytes(comm_r_new.into_bytes()),
-        comm_d_new: bytes(comm_d_new.into_bytes()),
+        comm_r_old: bytes32(comm_r_old),
+        comm_r_new: bytes32(comm_r_new),
+        comm_d_new: bytes32(comm_d_new),
     })
 }
 
@@ -404,7 +405,7 @@ where
     }
     let labels = labels::<Tree::Hasher>(&replica_id, layers, base_degree, &parents_of, rng);
 
-    let shape = Shape::of::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes)?;
+    let shape = Shape::of_tree::<Tree>(nodes)?;
     let columns: BTreeMap<u64, _> = labels
         .iter()
         .map(|(&node, rows)| {
@@ -481,14 +482,8 @@ where
         })
         .collect::<Result<Vec<_>>>()?;
     let commitments = Commitments {
-        comm_r: comm_r
-            .into_bytes()
-            .try_into()
-            .expect("a domain element is 32 bytes"),
-        comm_d: comm_d
-            .into_bytes()
-            .try_into()
-            .expect("a domain element is 32 bytes"),
+        comm_r: bytes32(comm_r),
+        comm_d: bytes32(comm_d),
         replica_id,
         seed,
         ticket,
@@ -573,6 +568,13 @@ fn create_label<H: Hasher>(
     H::Domain::from(repr)
 }
 
+/// A commitment's 32 bytes.
+fn bytes32<D: Domain>(d: D) -> [u8; 32] {
+    d.into_bytes()
+        .try_into()
+        .expect("a domain element is 32 bytes")
+}
+
 /// A replica node: its key plus its data, in the field.
 fn encode<D: Domain>(key: D, data: D) -> D {
     let key: Fr = key.into();
@@ -605,6 +607,11 @@ impl Shape {
         ensure!(n == base, "{base} leaves are not a power of {a}");
         levels.extend([s, t].into_iter().filter(|&k| k > 0).map(|k| (k, 0)));
         Ok(Shape { levels })
+    }
+
+    /// The shape of a sector's replica (and column) tree of `leaves`.
+    fn of_tree<Tree: MerkleTreeTrait>(leaves: usize) -> Result<Shape> {
+        Shape::of::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves)
     }
 }
 

@@ -11,7 +11,7 @@ use anyhow::{anyhow, Context, Result};
 use crate::config::Settings;
 use crate::engine::{Concurrency, Engine, Limits, ProverSlots, Proving};
 use crate::groth16::Backend;
-use crate::jobs::JobStore;
+use crate::jobs::{DataDirLock, JobStore};
 use crate::memory::{memlock_limit, Admission, Budget, Hold, PinnedPool, Purpose, System, GRANULE};
 use crate::metrics::Metrics;
 use crate::pce::PceStore;
@@ -43,16 +43,16 @@ pub fn limits(s: &Settings) -> Limits {
     }
 }
 
-/// Starts the engine as `settings` say, its jobs in `<data_dir>` (the data directory is made if
-/// missing). `notifier` and `watchdog`: systemd's, under `cuzk serve`.
+/// Starts the engine as `settings` say, its jobs in the data directory `owner` holds (taken
+/// with [`DataDirLock::take`] before anything else touches it). `notifier` and `watchdog`:
+/// systemd's, under `cuzk serve`.
 pub fn assemble(
     settings: &Settings,
+    owner: DataDirLock,
     notifier: Option<Arc<Notifier>>,
     watchdog: Option<Duration>,
 ) -> Result<Appliance> {
-    std::fs::create_dir_all(&settings.data_dir)
-        .with_context(|| format!("creating data dir {}", settings.data_dir.display()))?;
-    let store = JobStore::open(&settings.data_dir)?;
+    let store = JobStore::open(owner)?;
     let budget = Budget::detect(
         &System::default(),
         settings.budget_bytes,

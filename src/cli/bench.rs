@@ -155,9 +155,9 @@ pub enum BenchCommand {
         kinds: Vec<ProofKind>,
         #[arg(long, default_value = "2KiB", value_parser = parse_sector_size)]
         sector_size: u64,
-        /// porep-c2, snap-deals and window-post: rehearsal sectors of --sector-size (any size, 32 GiB and
-        /// 64 GiB included: sectors that exist only where their challenges look) instead of
-        /// freshly sealed ones.
+        /// porep-c2, snap-deals and window-post: rehearsal sectors of --sector-size (any size,
+        /// 32 GiB and 64 GiB included: sectors that exist only where their challenges look)
+        /// instead of freshly sealed ones.
         #[arg(long)]
         rehearse: bool,
         /// The paths to measure.
@@ -300,10 +300,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 .max(std::time::Duration::from_secs(86_400));
             settings.pce_dir = pce_dir;
             settings.kernel_dir = kernel_cache;
-            let request = match rehearse {
-                true => rehearsal(kind, sector_size)?,
-                false => fresh_sample(kind, sector_size)?,
-            };
+            let request = sample(kind, sector_size, rehearse)?;
             let job = prepare(request.clone())?;
             let pce = match settings.pce || rehearse {
                 true => {
@@ -343,11 +340,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             let store = crate::pce::PceStore::open(&pce_dir)?;
             let mut reports = Vec::new();
             for kind in kinds {
-                let request = match rehearse {
-                    true => rehearsal(kind, sector_size)?,
-                    false => fresh_sample(kind, sector_size)?,
-                };
-                let job = prepare(request)?;
+                let job = prepare(sample(kind, sector_size, rehearse)?)?;
                 reports.push(bench_synth(
                     job.as_ref(),
                     partition,
@@ -387,6 +380,14 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         }
         BenchCommand::Msm { log2 } => bench_msm(log2),
         BenchCommand::Gpu(args) => super::bench_gpu::run(args),
+    }
+}
+
+/// A request of `kind` at `sector_size` to bench: a rehearsal's, or one freshly sealed.
+fn sample(kind: ProofKind, sector_size: u64, rehearse: bool) -> Result<ProofRequest> {
+    match rehearse {
+        true => rehearsal(kind, sector_size),
+        false => fresh_sample(kind, sector_size),
     }
 }
 
@@ -870,7 +871,8 @@ fn bench_pipeline(
     use crate::engine::Stage;
     use crate::jobs::JobState;
 
-    let appliance = assemble(settings, None, None)?;
+    let owner = crate::jobs::DataDirLock::take(&settings.data_dir)?;
+    let appliance = assemble(settings, owner, None, None)?;
     let rehearsing = rehearsal.is_some();
     if let Some((path, srs)) = rehearsal {
         appliance.engine.rehearse(&path, srs)?;

@@ -2,12 +2,16 @@
 //! ([`super::appliance`], shared with the benchmarks), the API listeners, systemd notifications
 //! and signals.
 //!
-//! Start-up: READY=1 is sent once the API is bound and the engine is up. SIGTERM (or SIGINT):
+//! Start-up, in this order: the data directory's lock (a second instance on it stops here, having
+//! touched nothing), the API's listeners bound (a second instance on the same address or
+//! socket stops here), then the engine and its jobs; READY=1 once both are up. A unix socket
+//! path is taken over only from a dead instance (a socket nobody answers on), never from a live
+//! one or a file that is not a socket, and removed at exit only if it is still ours. SIGTERM (or SIGINT):
 //! STOPPING=1, submissions refused, running jobs given `service.drain_timeout_secs` to finish
 //! (what does not finish stays stored and runs again at the next start), then exit. SIGHUP:
 //! the configuration is read again and what can change at runtime is applied.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +21,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::appliance::{assemble, limits};
 use crate::api::{serve_on, App};
 use crate::config::{self, Config};
+use crate::jobs::DataDirLock;
 use crate::systemd::Notifier;
 
 #[derive(clap::Args)]
@@ -35,9 +40,17 @@ pub fn run(args: ServeArgs) -> Result<()> {
             settings.params_dir.display()
         );
     }
+    let owner = DataDirLock::take(&settings.data_dir)?;
+    let tcp = std::net::TcpListener::bind(settings.listen)
+        .with_context(|| format!("binding {} (key api.listen)", settings.listen))?;
+    let unix = match &settings.unix_socket {
+        Some(path) => Some(OwnSocket::bind(path)?),
+        None => None,
+    };
     let notifier = Notifier::from_env().map(Arc::new);
     let appliance = assemble(
         &settings,
+        owner,
         notifier.clone(),
         crate::systemd::watchdog_interval(),
     )?;
@@ -53,30 +66,80 @@ pub fn run(args: ServeArgs) -> Result<()> {
             settings,
             appliance.budget,
         ),
+        (tcp, unix),
         notifier,
         args.config,
         loaded.config,
     ))
 }
 
+/// The API's unix socket, bound by this process: (device, inode) say whether the path is still
+/// ours at exit.
+struct OwnSocket {
+    listener: std::os::unix::net::UnixListener,
+    path: PathBuf,
+    identity: (u64, u64),
+}
+
+impl OwnSocket {
+    /// Binds `path` at mode 0660 (the service's user and group), replacing a stale socket (one
+    /// nobody answers on: a dead instance's); refuses a live one and anything not a socket.
+    fn bind(path: &Path) -> Result<OwnSocket> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+        let key = || format!("{} (key api.unix_socket)", path.display());
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_socket() => {
+                if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                    anyhow::bail!("{}: another process is serving on this socket", key());
+                }
+                std::fs::remove_file(path)
+                    .with_context(|| format!("removing the stale socket {}", key()))?;
+                tracing::info!(path = %path.display(), "stale unix socket replaced");
+            }
+            Ok(_) => anyhow::bail!("{}: exists and is not a socket; not removed", key()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("inspecting {}", key())),
+        }
+        let listener = std::os::unix::net::UnixListener::bind(path)
+            .with_context(|| format!("binding {}", key()))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
+            .with_context(|| format!("setting the mode of {}", key()))?;
+        let m = std::fs::metadata(path)?;
+        Ok(OwnSocket {
+            listener,
+            path: path.to_owned(),
+            identity: (m.dev(), m.ino()),
+        })
+    }
+
+    /// Removes the socket file if it is still the one this process bound.
+    fn remove(&self) {
+        use std::os::unix::fs::MetadataExt;
+        let ours = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| (m.dev(), m.ino()) == self.identity);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 async fn serve(
     app: Arc<App>,
+    (tcp, unix): (std::net::TcpListener, Option<OwnSocket>),
     notifier: Option<Arc<Notifier>>,
     config_path: Option<PathBuf>,
     running: Config,
 ) -> Result<()> {
     let settings = app.settings.clone();
-    let tcp = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .with_context(|| format!("binding {} (key api.listen)", settings.listen))?;
+    tcp.set_nonblocking(true)?;
+    let tcp = tokio::net::TcpListener::from_std(tcp)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = tokio::task::JoinSet::new();
     serve_on(&mut servers, tcp, app.clone(), stop_rx.clone());
-    if let Some(path) = &settings.unix_socket {
-        let _ = std::fs::remove_file(path);
-        let unix = tokio::net::UnixListener::bind(path)
-            .with_context(|| format!("binding {} (key api.unix_socket)", path.display()))?;
-        serve_on(&mut servers, unix, app.clone(), stop_rx.clone());
+    if let Some(own) = &unix {
+        own.listener.set_nonblocking(true)?;
+        let listener = tokio::net::UnixListener::from_std(own.listener.try_clone()?)?;
+        serve_on(&mut servers, listener, app.clone(), stop_rx.clone());
     }
     tracing::info!(listen = %settings.listen, unix_socket = ?settings.unix_socket, "API listening");
     app.set_ready();
@@ -125,8 +188,8 @@ async fn serve(
         while servers.join_next().await.is_some() {}
     })
     .await;
-    if let Some(path) = &settings.unix_socket {
-        let _ = std::fs::remove_file(path);
+    if let Some(own) = &unix {
+        own.remove();
     }
     tracing::info!(drained, "stopped");
     Ok(())

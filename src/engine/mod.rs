@@ -25,6 +25,7 @@ mod residency;
 mod retention;
 mod run;
 mod sets;
+mod status;
 #[cfg(test)]
 mod tests;
 
@@ -33,23 +34,22 @@ pub use ledger::{Ledger, LedgerEntry, Stage};
 pub use pooled::{pooled_sizes, PoolBuffers};
 pub use provers::{ProverSlot, ProverSlots};
 pub use run::partition_bytes;
+pub use status::{EngineStatus, GpuStatus, LoadedFile};
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use crate::circuits::{CircuitId, ProofKind};
+use crate::circuits::ProofKind;
 use crate::config::Finish;
-use crate::gpu::{GpuInfo, Provers};
+use crate::gpu::Provers;
 use crate::jobs::{now_ms, JobRecord, JobState, JobStore, Progress};
-use crate::memory::{Admission, MemoryStatus, PinnedPool, PoolStatus};
+use crate::memory::{Admission, PinnedPool};
 use crate::metrics::Metrics;
 use crate::pce::PceStore;
 use crate::systemd::Notifier;
@@ -83,6 +83,9 @@ pub enum CancelError {
     NotFound(String),
     #[error("job {0} is already {1}")]
     Final(String, &'static str),
+    /// The cancellation could not be stored: the job stays queued.
+    #[error("storing the cancellation of job {0}: {1:#}")]
+    Store(String, anyhow::Error),
 }
 
 /// What proves: the memory gate, the prover slots and the backends behind them, and how jobs
@@ -128,6 +131,11 @@ struct Inner {
     residency: Residency,
     extractions: Extractions,
     heartbeat: Heartbeat,
+    /// Job directories moved into quarantine at start (unreadable records).
+    quarantined: Mutex<Vec<String>>,
+    /// Seconds a job has taken lately (a moving average of the jobs that ended), for how soon
+    /// a client refused for a full queue should come back.
+    recent_job_s: Mutex<Option<f64>>,
     /// This engine, for the threads it starts on its own (PCE extractions).
     me: std::sync::Weak<Inner>,
 }
@@ -135,42 +143,6 @@ struct Inner {
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
-}
-
-/// The engine as /v1/status shows it.
-#[derive(Debug, Serialize)]
-pub struct EngineStatus {
-    pub workers: usize,
-    pub running: usize,
-    pub draining: bool,
-    pub queued: HashMap<ProofKind, usize>,
-    pub ledger: Vec<ledger::StageCount>,
-    pub memory: MemoryStatus,
-    /// The page-locked pool: locked and leased bytes, how long locking took (null: none).
-    pub pinned_pool: Option<PoolStatus>,
-    pub parameters_loaded: Vec<PathBuf>,
-    pub pces_loaded: Vec<LoadedFile>,
-    pub pces_extracting: Vec<CircuitId>,
-    pub backend: &'static str,
-    pub gpus: Vec<GpuStatus>,
-}
-
-/// A GPU in use, and how long it has been proving.
-#[derive(Debug, Serialize)]
-pub struct GpuStatus {
-    #[serde(flatten)]
-    pub info: GpuInfo,
-    /// Seconds of device work since the service started (its device lock held).
-    pub busy_seconds: f64,
-    /// Device bytes of parameter-set bases and PCE matrices kept resident between proofs.
-    pub resident_bytes: u64,
-}
-
-/// A loaded file and the budget bytes it holds.
-#[derive(Debug, Serialize)]
-pub struct LoadedFile {
-    pub path: PathBuf,
-    pub bytes: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -201,6 +173,8 @@ impl Engine {
             queue: Queue::default(),
             residency: Residency::default(),
             extractions: Extractions::default(),
+            quarantined: Mutex::default(),
+            recent_job_s: Mutex::default(),
             heartbeat: Heartbeat {
                 last_ms: AtomicU64::new(now_ms()),
                 ready: AtomicBool::new(false),
@@ -209,15 +183,18 @@ impl Engine {
             },
         });
         {
+            let loaded = inner.store.load_all()?;
+            *lock(&inner.quarantined) = loaded.quarantined;
             let mut st = inner.queue.lock();
-            for mut record in inner.store.load_all()? {
+            // Nothing is written here: a start on a full disk must serve what is stored. An
+            // interrupted job's record says running until it starts again.
+            for mut record in loaded.records {
                 if matches!(record.state, JobState::Running | JobState::Queued) {
                     if record.state == JobState::Running {
                         tracing::info!(id = %record.id, "job was interrupted; it runs again");
                     }
                     record.state = JobState::Queued;
                     record.progress = Progress::default();
-                    inner.store.save(&record)?;
                     st.enqueue(record.kind, &record.id, &inner.metrics);
                 }
                 inner.count(record.kind, record.state, 1);
@@ -233,13 +210,13 @@ impl Engine {
         Ok(engine)
     }
 
-    /// From now on the engine loop pings the systemd watchdog.
     /// Rehearses (`bench pipeline --rehearse`; never the service): jobs whose parameter file
     /// is `path` prove with `srs` (random bases, `Srs::random`) and end unverified.
     pub fn rehearse(&self, path: &std::path::Path, srs: crate::srs::Srs) -> anyhow::Result<()> {
         self.inner.rehearse(path, srs)
     }
 
+    /// From now on the engine loop pings the systemd watchdog.
     pub fn set_ready(&self) {
         self.inner.heartbeat.ready.store(true, Ordering::SeqCst);
     }
@@ -295,6 +272,25 @@ impl Engine {
         Ok((record, true))
     }
 
+    /// Whether the queue has room for one more job (what `submit` checks again).
+    pub fn has_room(&self) -> Result<(), SubmitError> {
+        let st = self.inner.queue.lock();
+        let max = lock(&self.inner.limits).max_queued_jobs;
+        match st.queued + st.creating.len() >= max {
+            true => Err(SubmitError::QueueFull(max)),
+            false => Ok(()),
+        }
+    }
+
+    /// How soon the queue is likely to have room again: a job's recent time over the jobs
+    /// that run at once (30 s before any job has ended), within 1 s and 10 min.
+    pub fn retry_after(&self) -> Duration {
+        let job_s =
+            lock(&self.inner.recent_job_s).unwrap_or(30.0 * self.inner.proving.workers as f64);
+        let secs = job_s / self.inner.proving.workers.max(1) as f64;
+        Duration::from_secs_f64(secs.clamp(1.0, 600.0))
+    }
+
     pub fn get(&self, id: &str) -> Option<JobRecord> {
         let job = self.inner.queue.lock().jobs.get(id).cloned()?;
         let record = lock(&job.record).clone();
@@ -307,14 +303,21 @@ impl Engine {
         Some(job.changes.subscribe())
     }
 
-    pub fn proof(&self, id: &str) -> Result<Vec<u8>> {
-        self.inner.store.proof(id)
+    /// A done job's proof, checked against its record (length and checksum).
+    pub fn proof(&self, record: &JobRecord) -> Result<Vec<u8>> {
+        self.inner.store.proof(record)
     }
 
-    /// Cancels a job: a queued one at once, a running one at its next stage boundary.
+    /// Cancels a job: a queued one at once (acknowledged once its record is stored; until then
+    /// it cannot start, and if the record cannot be stored it stays queued in its place), a
+    /// running one at its next stage boundary.
     pub fn cancel(&self, id: &str) -> Result<JobRecord, CancelError> {
         let inner = &self.inner;
-        let mut st = inner.queue.lock();
+        let queue = &inner.queue;
+        let mut st = queue.lock();
+        while st.busy(id) {
+            st = queue.wait(st, Duration::from_millis(100));
+        }
         let job = st
             .jobs
             .get(id)
@@ -324,12 +327,28 @@ impl Engine {
         match state {
             s if s.is_final() => Err(CancelError::Final(id.into(), s.as_str())),
             JobState::Queued => {
-                // The queue entry stays; the engine loop skips jobs that are no longer queued.
-                // The record says so before the queue's lock is let go; it is saved after.
-                let record = inner.change(&job, Inner::ended(JobState::Cancelled, None, None));
+                let mut cancelled = lock(&job.record).clone();
+                Inner::ended(JobState::Cancelled, None, None)(&mut cancelled);
+                let io = StoreIo::cancelling(queue, &mut st, id);
+                drop(st);
+                let saved = inner.store.save(&cancelled);
+                let mut st = queue.lock();
+                let parked = io.end(&mut st);
+                if let Err(e) = saved {
+                    // Back in line where it was, as if nothing had been asked.
+                    if let Some(entry) = parked {
+                        st.queue.push(entry);
+                    }
+                    drop(st);
+                    queue.notify();
+                    tracing::error!(%id, error = %format!("{e:#}"), "cannot store a cancellation; the job stays queued");
+                    return Err(CancelError::Store(id.into(), e));
+                }
+                let record = inner.change(&job, |r| *r = cancelled);
                 st.queued -= 1;
                 drop(st);
-                let record = inner.publish(&job, record);
+                queue.notify();
+                job.changes.send_replace(record.clone());
                 inner
                     .metrics
                     .queue_depth
@@ -344,73 +363,6 @@ impl Engine {
                 Ok(lock(&job.record).clone())
             }
         }
-    }
-
-    pub fn status(&self) -> EngineStatus {
-        let inner = &self.inner;
-        let (running, draining, queued) = {
-            let st = inner.queue.lock();
-            let mut queued: HashMap<ProofKind, usize> =
-                ProofKind::ALL.iter().map(|k| (*k, 0)).collect();
-            for job in st.jobs.values() {
-                let r = lock(&job.record);
-                if r.state == JobState::Queued {
-                    *queued.entry(r.kind).or_default() += 1;
-                }
-            }
-            (st.running, st.draining, queued)
-        };
-        let mut pces_extracting: Vec<CircuitId> =
-            lock(&inner.extractions.running).iter().cloned().collect();
-        pces_extracting.sort();
-        let provers = &inner.proving.provers;
-        EngineStatus {
-            workers: inner.proving.workers,
-            running,
-            draining,
-            queued,
-            ledger: inner.ledger.snapshot(),
-            memory: inner.proving.admission.snapshot(),
-            pinned_pool: inner.proving.pool.as_ref().map(|p| p.status()),
-            parameters_loaded: inner
-                .residency
-                .srs
-                .loaded()
-                .into_iter()
-                .map(|(p, _)| p)
-                .collect(),
-            pces_loaded: inner
-                .residency
-                .pces
-                .loaded()
-                .into_iter()
-                .map(|(path, bytes)| LoadedFile { path, bytes })
-                .collect(),
-            pces_extracting,
-            backend: provers.name(),
-            gpus: provers
-                .gpus
-                .iter()
-                .zip(&provers.backends)
-                .map(|(info, backend)| GpuStatus {
-                    info: info.clone(),
-                    busy_seconds: backend.device_busy().unwrap_or_default().as_secs_f64(),
-                    resident_bytes: backend.device_resident_bytes().unwrap_or_default(),
-                })
-                .collect(),
-        }
-    }
-
-    /// A one-line summary for systemd's STATUS=.
-    pub fn summary(&self) -> String {
-        let s = self.status();
-        let queued: usize = s.queued.values().sum();
-        let in_flight: i64 = s.ledger.iter().map(|c| c.buffers).sum();
-        format!(
-            "{} running, {queued} queued, {in_flight} partitions in flight{}",
-            s.running,
-            if s.draining { ", draining" } else { "" }
-        )
     }
 
     /// How long since the engine loop last turned.
@@ -466,9 +418,14 @@ impl Engine {
                     Some(head) if inner.residency.may_start(head.0 .0) => {}
                     _ => break,
                 }
-                let Some(std::cmp::Reverse((_, _, id))) = st.queue.pop() else {
+                let Some(entry) = st.queue.pop() else {
                     break;
                 };
+                let id = entry.0 .2.clone();
+                if let Some(parked) = st.cancelling.get_mut(&id) {
+                    *parked = Some(entry); // its cancellation is being stored
+                    continue;
+                }
                 let Some(job) = st.jobs.get(&id).cloned() else {
                     continue;
                 };

@@ -46,11 +46,14 @@ impl Job {
     }
 }
 
+/// A place in line: (priority, sequence, id), the smallest first.
+pub(super) type Entry = Reverse<(u8, u64, String)>;
+
 #[derive(Default)]
 pub(super) struct State {
     /// (priority, sequence, id): the smallest starts first. Entries of jobs cancelled while
     /// queued stay until popped; `queued` is the true count.
-    pub(super) queue: BinaryHeap<Reverse<(u8, u64, String)>>,
+    pub(super) queue: BinaryHeap<Entry>,
     pub(super) queued: usize,
     pub(super) jobs: HashMap<String, Arc<Job>>,
     /// Ids being stored by a submission now (not yet in `jobs`): a second submission of one
@@ -59,6 +62,9 @@ pub(super) struct State {
     /// Ids of expired jobs being removed from the store now (no longer in `jobs`): a new
     /// submission of one waits until its old directory is gone.
     pub(super) removing: HashSet<String>,
+    /// Ids of queued jobs whose cancellation is being stored now: they do not start; the
+    /// engine loop parks a popped entry here, to go back in line if the store fails.
+    pub(super) cancelling: HashMap<String, Option<Entry>>,
     pub(super) running: usize,
     pub(super) draining: bool,
     seq: u64,
@@ -82,44 +88,86 @@ impl State {
         self.running == 0 && self.queued == 0
     }
 
-    /// Whether `id`'s directory is being made or removed now.
+    /// Whether `id`'s directory is being made or removed, or its cancellation stored, now.
     pub(super) fn busy(&self, id: &str) -> bool {
-        self.creating.contains(id) || self.removing.contains(id)
+        self.creating.contains(id) || self.removing.contains(id) || self.cancelling.contains_key(id)
     }
 }
 
-/// An id whose store I/O runs outside the lock: registered in `creating` or `removing` while it
-/// runs, let go when dropped (also when the I/O panics), waking whoever waits for it.
+/// An id whose store I/O runs outside the lock: registered in `creating`, `removing` or
+/// `cancelling` while it runs, let go when ended or dropped (also when the I/O panics), waking
+/// whoever waits for it.
 pub(super) struct StoreIo<'a> {
     queue: &'a Queue,
     id: String,
-    removal: bool,
+    what: Io,
+    ended: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Io {
+    Creating,
+    Removing,
+    Cancelling,
 }
 
 impl<'a> StoreIo<'a> {
     /// Registers `id` (the caller holds the lock as `st`, and has checked it is not busy).
     pub(super) fn begin(queue: &'a Queue, st: &mut State, id: &str, removal: bool) -> Self {
-        let set = if removal {
-            &mut st.removing
-        } else {
-            &mut st.creating
+        let what = if removal { Io::Removing } else { Io::Creating };
+        match what {
+            Io::Removing => st.removing.insert(id.to_owned()),
+            _ => st.creating.insert(id.to_owned()),
         };
-        set.insert(id.to_owned());
         StoreIo {
             queue,
             id: id.to_owned(),
-            removal,
+            what,
+            ended: false,
+        }
+    }
+
+    /// Registers the queued job `id` as being cancelled (the caller holds the lock as `st`).
+    pub(super) fn cancelling(queue: &'a Queue, st: &mut State, id: &str) -> Self {
+        st.cancelling.insert(id.to_owned(), None);
+        StoreIo {
+            queue,
+            id: id.to_owned(),
+            what: Io::Cancelling,
+            ended: false,
+        }
+    }
+
+    /// Lets the id go under the caller's lock; a cancellation's parked place in line, if the
+    /// engine loop popped it meanwhile. The caller notifies.
+    pub(super) fn end(mut self, st: &mut State) -> Option<Entry> {
+        self.ended = true;
+        self.release(st)
+    }
+
+    fn release(&self, st: &mut State) -> Option<Entry> {
+        match self.what {
+            Io::Creating => {
+                st.creating.remove(&self.id);
+                None
+            }
+            Io::Removing => {
+                st.removing.remove(&self.id);
+                None
+            }
+            Io::Cancelling => st.cancelling.remove(&self.id).flatten(),
         }
     }
 }
 
 impl Drop for StoreIo<'_> {
     fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
         let mut st = self.queue.lock();
-        if self.removal {
-            st.removing.remove(&self.id);
-        } else {
-            st.creating.remove(&self.id);
+        if let Some(entry) = self.release(&mut st) {
+            st.queue.push(entry);
         }
         drop(st);
         self.queue.notify();

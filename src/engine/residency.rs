@@ -36,7 +36,7 @@ pub(super) struct Residency {
     loads_waiting: Mutex<Vec<u8>>,
     /// A rehearsal's parameter set (random bases where no file exists), held for the engine's
     /// life; while there is one, proofs end unverified (`Engine::rehearse`).
-    pub(super) rehearsal: std::sync::OnceLock<Arc<Loaded<Srs>>>,
+    rehearsal: std::sync::OnceLock<Arc<Loaded<Srs>>>,
 }
 
 impl Residency {

@@ -51,10 +51,8 @@ pub(super) enum OverBudget {
         bytes: u64,
         budget: u64,
     },
-    /// The set loaded, but it and one partition do not fit together (or the partition is
-    /// larger than its set, which the dispatcher's no-deadlock rule cannot allow).
+    /// The set loaded, but it and one partition do not fit together.
     SetAndPartition {
-        why: &'static str,
         parameters: u64,
         partition: u64,
         budget: u64,
@@ -74,13 +72,12 @@ impl fmt::Display for OverBudget {
                 path.display()
             ),
             OverBudget::SetAndPartition {
-                why,
                 parameters,
                 partition,
                 budget,
             } => write!(
                 f,
-                "{why}: parameters {parameters} bytes, partition {partition} bytes, budget {budget} bytes"
+                "the parameters and one partition exceed the memory budget: parameters {parameters} bytes, partition {partition} bytes, budget {budget} bytes"
             ),
         }
     }
@@ -217,8 +214,8 @@ impl Inner {
                     .map_err(|e| internal(format!("storing the proof: {e:#}")))
             });
         let total = started.elapsed().as_secs_f64();
-        let end = match outcome {
-            Ok(()) => {
+        let end: Box<dyn FnOnce(&mut JobRecord)> = match outcome {
+            Ok(digest) => {
                 if !self.rehearsing() {
                     self.metrics
                         .proofs_verified
@@ -229,12 +226,20 @@ impl Inner {
                     .job_seconds
                     .with_label_values(&[kind])
                     .observe(total);
-                Inner::ended(JobState::Done, None, Some(total))
+                let mut recent = lock(&self.recent_job_s);
+                *recent = Some(recent.map_or(total, |r| 0.8 * r + 0.2 * total));
+                let done = Inner::ended(JobState::Done, None, Some(total));
+                Box::new(move |r| {
+                    done(r);
+                    r.proof = Some(digest);
+                })
             }
-            Err(Ending::Cancelled) => Inner::ended(JobState::Cancelled, None, Some(total)),
+            Err(Ending::Cancelled) => {
+                Box::new(Inner::ended(JobState::Cancelled, None, Some(total)))
+            }
             Err(Ending::Failed(error)) => {
                 self.metrics.proofs_failed.with_label_values(&[kind]).inc();
-                Inner::ended(JobState::Failed, Some(error), Some(total))
+                Box::new(Inner::ended(JobState::Failed, Some(error), Some(total)))
             }
         };
         let ended = self.update(job, end);
@@ -269,20 +274,12 @@ impl Inner {
         // The full path's bytes bound every path's.
         let estimate = estimates.full;
         let budget = self.proving.admission.budget();
-        // The dispatcher's no-deadlock rule needs a partition no larger than its set (true of
-        // every Filecoin circuit: the set holds several points per variable and domain row).
-        let unfit = if estimate > set.held.bytes() {
-            Some("a partition estimate larger than its parameter set")
-        } else if set.held.bytes() + estimate > budget {
-            Some("the parameters and one partition exceed the memory budget")
-        } else {
-            None
-        };
-        if let Some(why) = unfit {
-            let parameters = set.held.bytes();
+        // The set's hold covers at least one partition of it (`set_hold_bytes`), as the
+        // dispatcher's no-deadlock rule needs; both must still fit the budget together.
+        let parameters = set.held.bytes();
+        if parameters + estimate > budget {
             self.residency.srs.evict(&set);
             return Err(OverBudget::SetAndPartition {
-                why,
                 parameters,
                 partition: estimate,
                 budget,

@@ -9,8 +9,13 @@ use crate::gpu::Provers;
 use crate::memory::Admission;
 
 fn engine(data: &std::path::Path, max_queued_jobs: usize) -> Engine {
+    engine_with_workers(data, max_queued_jobs, 1)
+}
+
+/// With 0 workers nothing starts: submitted jobs stay queued.
+fn engine_with_workers(data: &std::path::Path, max_queued_jobs: usize, workers: usize) -> Engine {
     Engine::start(
-        JobStore::open(data).unwrap(),
+        JobStore::open(crate::jobs::DataDirLock::take(data).unwrap()).unwrap(),
         Arc::new(Metrics::new()),
         Proving {
             admission: Admission::new(1 << 30, 2),
@@ -18,7 +23,7 @@ fn engine(data: &std::path::Path, max_queued_jobs: usize) -> Engine {
             provers: Provers::cpu(),
             finish: Finish::Cpu,
             compact_witness: true,
-            workers: 1,
+            workers,
             params_dir: data.to_owned(),
             pce: None,
             pool: None,
@@ -88,4 +93,52 @@ fn a_job_store_that_fails_refuses_the_submission_and_keeps_nothing() {
         Err(SubmitError::Store(_))
     ));
     assert_eq!(engine.status().queued.values().sum::<usize>(), 0);
+}
+
+#[test]
+fn a_cancellation_that_cannot_be_stored_is_refused_and_the_job_stays_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_with_workers(dir.path(), 100, 0);
+    engine.submit("a", ProofKind::PorepC2, b"{}").unwrap();
+    let job_dir = dir.path().join("jobs/a");
+    let away = dir.path().join("jobs-a-away");
+    // The job's directory gone for a moment: its record cannot be saved.
+    std::fs::rename(&job_dir, &away).unwrap();
+    assert!(matches!(engine.cancel("a"), Err(CancelError::Store(..))));
+    assert_eq!(engine.get("a").unwrap().state, JobState::Queued);
+    assert_eq!(engine.status().queued[&ProofKind::PorepC2], 1);
+    std::fs::rename(&away, &job_dir).unwrap();
+
+    let record = engine.cancel("a").unwrap();
+    assert_eq!(record.state, JobState::Cancelled);
+    let stored: JobRecord =
+        serde_json::from_slice(&std::fs::read(job_dir.join("state.json")).unwrap()).unwrap();
+    assert_eq!(
+        stored.state,
+        JobState::Cancelled,
+        "acknowledged before it was stored"
+    );
+    assert_eq!(engine.status().queued[&ProofKind::PorepC2], 0);
+}
+
+#[test]
+fn the_engine_starts_without_writing_to_its_store() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = JobStore::open(crate::jobs::DataDirLock::take(dir.path()).unwrap()).unwrap();
+        let mut record = JobRecord::new("interrupted", ProofKind::PorepC2, "00".into());
+        store.create(&record, b"{}").unwrap();
+        record.state = JobState::Running;
+        store.save(&record).unwrap();
+    }
+    let state = dir.path().join("jobs/interrupted/state.json");
+    let before = std::fs::read(&state).unwrap();
+    let modified = std::fs::metadata(&state).unwrap().modified().unwrap();
+    let engine = engine_with_workers(dir.path(), 100, 0);
+    assert_eq!(engine.get("interrupted").unwrap().state, JobState::Queued);
+    assert_eq!(std::fs::read(&state).unwrap(), before);
+    assert_eq!(
+        std::fs::metadata(&state).unwrap().modified().unwrap(),
+        modified
+    );
 }

@@ -48,13 +48,7 @@ pub struct PceKey {
 
 /// `<circuit>.pce.lock` in `dir`: held (flock) by whoever writes that circuit's file.
 fn open_lock(dir: &Path, circuit: &str) -> Result<File> {
-    let path = dir.join(format!("{circuit}.pce.lock"));
-    File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))
+    crate::persist::lock_file(&dir.join(format!("{circuit}.pce.lock")))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

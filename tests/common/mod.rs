@@ -1,6 +1,8 @@
 //! Shared by the integration tests: the parameter cache, a sealed 2 KiB sector, the binary.
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;

@@ -1,0 +1,442 @@
+//! The service as a careless operator, a full disk and a hostile client would meet it: a second
+//! instance on the same data dir or socket, a file where the socket goes, a full file system at
+//! start and at submission, a corrupt job record, a damaged proof file, a full queue, and
+//! requests that are wrong before the body is read. Each test here failed before its fix.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::server::*;
+use common::*;
+use cuzk::circuits::samples::{randomness, seal, winning_post_request};
+use cuzk::circuits::ProofKind;
+use cuzk::jobs::{DataDirLock, JobRecord, JobState, JobStore, ProofDigest};
+use serde_json::{json, Value};
+
+/// A WinningPoSt request of one sealed 2 KiB sector (valid, so it passes the full check a new
+/// job gets) with `id`.
+fn winning_body(id: &str) -> Value {
+    use std::sync::OnceLock;
+    static REQUEST: OnceLock<Value> = OnceLock::new();
+    let request = REQUEST.get_or_init(|| {
+        params_dir();
+        let dir = tempfile::tempdir().unwrap();
+        let sector = seal(PROOF, MINER_ID, 1, 1, false, dir.path()).unwrap();
+        let request = winning_post_request(&[sector], MINER_ID, randomness(50)).unwrap();
+        serde_json::to_value(&request).unwrap()
+    });
+    let mut v = request.clone();
+    v["id"] = json!(id);
+    v
+}
+
+/// A PoRep C2 request of the sealed 2 KiB sector.
+fn porep_body(id: &str) -> Value {
+    json!({
+        "id": id,
+        "kind": "porep-c2",
+        "c1": serde_json::to_value(sealed_c1()).unwrap(),
+        "miner_id": MINER_ID,
+        "sector_number": SECTOR_NUMBER,
+    })
+}
+
+/// The store of `data` opened by the test itself (no service running on it).
+fn store_of(data: &Path) -> JobStore {
+    JobStore::open(DataDirLock::take(data).unwrap()).unwrap()
+}
+
+/// A job that reads done, with `proof` stored and its digest recorded.
+fn stored_done_job(data: &Path, id: &str, proof: &[u8]) {
+    let store = store_of(data);
+    let mut record = JobRecord::new(id, ProofKind::WinningPost, "00".into());
+    store.create(&record, b"{}").unwrap();
+    record.state = JobState::Done;
+    record.finished_at_ms = Some(record.submitted_at_ms);
+    record.proof = Some(store.save_proof(id, proof).unwrap());
+    assert_eq!(record.proof, Some(ProofDigest::of(proof)));
+    store.save(&record).unwrap();
+}
+
+/// HTTP/1.1 over the unix socket at `path`: the status of `GET path`.
+fn unix_get_status(socket: &Path, path: &str) -> u16 {
+    let mut stream = UnixStream::connect(socket).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: cuzk\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    parse_http_answer(&answer).0
+}
+
+/// Raw HTTP on the server's port: sends `head` (request line and headers, no body) and reads
+/// whatever comes back until the server closes or 10 s pass.
+fn raw_exchange(server: &Server, head: &str) -> Vec<u8> {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                answer.extend_from_slice(&chunk[..n]);
+                // One whole answer is enough (the server may keep the connection open).
+                if answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let (_, _, body) = std::panic::catch_unwind(|| parse_http_answer(&answer))
+                        .unwrap_or((0, String::new(), Vec::new()));
+                    if !body.is_empty() {
+                        break;
+                    }
+                }
+            }
+            Err(e) => panic!(
+                "reading the answer: {e}; so far {:?}",
+                String::from_utf8_lossy(&answer)
+            ),
+        }
+    }
+    answer
+}
+
+fn problem_type(body: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(body)));
+    v["type"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A tmpfs of `bytes` mounted at a new directory, unmounted when dropped; None (the test says
+/// SKIPPED) where mounting is not allowed.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(bytes: u64) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Fills the file system up with one file, which `free` removes.
+    fn fill(&self) -> PathBuf {
+        let filler = self.path().join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0xa5u8; 64 << 10];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+        // The last partial block, byte by byte.
+        while f.write_all(&[0]).is_ok() {}
+        filler
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_second_serve_on_a_live_data_dir_stops_before_touching_its_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let first = Server::start(&data, &[]);
+    // What the first instance has in flight: a job directory it is making right now.
+    let making = data.join("jobs/.new-sector-9-4242");
+    std::fs::create_dir_all(&making).unwrap();
+    std::fs::write(making.join("request.json"), b"{}").unwrap();
+
+    let (status, stderr) = serve_refused(&data, &[]);
+    assert!(!status.success());
+    let pid = first.child.id();
+    assert!(
+        stderr.contains(&format!("is in use by another cuzk (pid {pid})")),
+        "{stderr}"
+    );
+    assert!(
+        making.join("request.json").exists(),
+        "the live instance's creation was removed"
+    );
+    assert_eq!(first.get("/readyz").0, 200);
+}
+
+#[test]
+fn a_second_serve_on_a_live_socket_is_refused_and_the_first_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let socket_env = socket.to_str().unwrap();
+    let first = Server::start(
+        &dir.path().join("one"),
+        &[("CUZK_API__UNIX_SOCKET", socket_env)],
+    );
+    assert_eq!(unix_get_status(&socket, "/healthz"), 200);
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode, 0o660,
+        "the socket is for the service's user and group"
+    );
+
+    let (status, stderr) = serve_refused(
+        &dir.path().join("two"),
+        &[("CUZK_API__UNIX_SOCKET", socket_env)],
+    );
+    assert!(!status.success());
+    assert!(
+        stderr.contains("another process is serving on this socket"),
+        "{stderr}"
+    );
+    assert_eq!(
+        unix_get_status(&socket, "/healthz"),
+        200,
+        "the first lost its socket"
+    );
+
+    // Stopped, the first removes its own socket.
+    first.signal("TERM");
+    let mut first = first;
+    first.child.wait().unwrap();
+    assert!(!socket.exists());
+}
+
+#[test]
+fn a_file_at_the_socket_path_is_refused_and_kept_and_a_stale_socket_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cuzk.sock");
+    std::fs::write(&path, b"operator notes").unwrap();
+    let (status, stderr) = serve_refused(
+        &dir.path().join("data"),
+        &[("CUZK_API__UNIX_SOCKET", path.to_str().unwrap())],
+    );
+    assert!(!status.success());
+    assert!(
+        stderr.contains("exists and is not a socket; not removed"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"operator notes");
+
+    // A dead instance's socket: the file is there, nobody answers.
+    std::fs::remove_file(&path).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    assert!(path.exists());
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[("CUZK_API__UNIX_SOCKET", path.to_str().unwrap())],
+    );
+    assert_eq!(unix_get_status(&path, "/readyz"), 200);
+    drop(server);
+}
+
+/// The data dir on a full file system: the service starts (a job that was queued included),
+/// serves what is stored, refuses new jobs with 507 and no host path, logs the cause, and takes
+/// jobs again once there is room.
+#[test]
+fn on_a_full_disk_the_service_starts_serves_proofs_and_refuses_submissions_with_507() {
+    let Some(fs) = Tmpfs::mount(8 << 20) else {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (not root?)");
+        return;
+    };
+    // The data dir is the file system's root (the server's log goes beside it, elsewhere).
+    let data = fs.path().to_owned();
+    stored_done_job(&data, "done-1", &[7; 192]);
+    {
+        let store = store_of(&data);
+        let mut request = winning_body("queued-1");
+        request.as_object_mut().unwrap().remove("id");
+        let body = serde_json::to_vec(&request).unwrap();
+        store
+            .create(
+                &JobRecord::new("queued-1", ProofKind::WinningPost, "11".into()),
+                &body,
+            )
+            .unwrap();
+    }
+    let filler = fs.fill();
+
+    let server = Server::start(&data, &[]);
+    let (status, job) = server.get_json("/v1/proofs/done-1");
+    assert_eq!(
+        (status, job["state"].as_str()),
+        (200, Some("done")),
+        "{job} {}",
+        server.log_text()
+    );
+    assert_eq!(server.proof("done-1"), vec![7; 192]);
+    let (status, job) = server.get_json("/v1/proofs/queued-1");
+    assert_eq!(status, 200, "{job}");
+
+    let (status, problem) = server.submit(&winning_body("new-1"));
+    assert_eq!(status, 507, "{problem}");
+    assert_eq!(problem["type"], "urn:cuzk:problem:insufficient-storage");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(!detail.contains('/'), "a host path in the answer: {detail}");
+    assert!(
+        server.log_text().contains("answered with a server error"),
+        "the 5xx is not logged: {}",
+        server.log_text()
+    );
+    assert_eq!(server.get("/v1/proofs/new-1").0, 404, "nothing half-stored");
+
+    std::fs::remove_file(filler).unwrap();
+    let (status, job) = server.submit(&winning_body("new-1"));
+    assert_eq!(status, 202, "{job}");
+}
+
+#[test]
+fn a_corrupt_job_record_is_quarantined_and_its_id_can_be_used_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    stored_done_job(&data, "torn", &[1; 192]);
+    std::fs::write(data.join("jobs/torn/state.json"), b"{\"id\": \"to").unwrap();
+
+    let server = Server::start(&data, &[]);
+    assert_eq!(server.get("/v1/proofs/torn").0, 404);
+    let (_, status) = server.get_json("/v1/status");
+    let quarantined = status["quarantined_jobs"].as_array().unwrap();
+    assert_eq!(quarantined.len(), 1, "{status}");
+    let aside = quarantined[0].as_str().unwrap();
+    assert!(aside.starts_with("torn-"), "{aside}");
+    assert!(data
+        .join("quarantine")
+        .join(aside)
+        .join("proof.bin")
+        .exists());
+    let (status, job) = server.submit(&winning_body("torn"));
+    assert_eq!(status, 202, "{job}");
+}
+
+#[test]
+fn a_proof_file_that_is_not_the_recorded_one_is_never_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    stored_done_job(&data, "cut", &[3; 192]);
+    stored_done_job(&data, "gone", &[4; 192]);
+    std::fs::write(data.join("jobs/cut/proof.bin"), [3; 5]).unwrap();
+    std::fs::remove_file(data.join("jobs/gone/proof.bin")).unwrap();
+
+    let server = Server::start(&data, &[]);
+    for id in ["cut", "gone"] {
+        let (status, content_type, body) = server.get(&format!("/v1/proofs/{id}/proof"));
+        assert_eq!(status, 500, "{id}: {}", String::from_utf8_lossy(&body));
+        assert_eq!(content_type, "application/problem+json");
+        assert_eq!(problem_type(&body), "urn:cuzk:problem:proof-damaged");
+        assert!(!String::from_utf8_lossy(&body).contains(&*data.to_string_lossy()));
+    }
+}
+
+#[test]
+fn a_full_queue_is_refused_before_the_request_is_checked_and_says_when_to_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            ("CUZK_API__MAX_QUEUED_JOBS", "1"),
+            ("CUZK_PROVING__WORKERS", "1"),
+        ],
+    );
+    // A PoRep runs (a minute on two cores) and a WinningPoSt waits behind it: the queue is full.
+    assert_eq!(server.submit(&porep_body("running")).0, 202);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while server.get_json("/v1/proofs/running").1["state"] != "running" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the PoRep did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(server.submit(&winning_body("waiting")).0, 202);
+    // Not a valid request: only a free queue would get it checked.
+    let req = ureq::post(&server.url("/v1/proofs")).set("content-type", "application/json");
+    let (status, _, body) = server.call(req, Some(br#"{"id": "x", "kind": "porep-c2"}"#));
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(problem_type(&body), "urn:cuzk:problem:queue-full");
+    let answer = raw_exchange(
+        &server,
+        "POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n{\"id\":\"y\"}",
+    );
+    let head = String::from_utf8_lossy(&answer).to_lowercase();
+    let retry: u64 = head
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after:"))
+        .unwrap_or_else(|| panic!("no Retry-After: {head}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((1..=600).contains(&retry), "{retry}");
+}
+
+#[test]
+fn malformed_requests_get_problem_json_and_oversized_bodies_are_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[("CUZK_API__MAX_BODY_BYTES", "1000000")],
+    );
+    for (path, status, kind) in [
+        ("/v1/proofs/%FF", 400, "bad-path"),
+        ("/v1/proofs/%FF/proof", 400, "bad-path"),
+        ("/v1/proofs/x?wait=1s&wait=2s", 400, "bad-query"),
+    ] {
+        let (got, content_type, body) = server.get(path);
+        assert_eq!(got, status, "{path}: {}", String::from_utf8_lossy(&body));
+        assert_eq!(content_type, "application/problem+json", "{path}");
+        assert_eq!(problem_type(&body), format!("urn:cuzk:problem:{kind}"));
+    }
+    let req = ureq::post(&server.url("/v1/proofs")).set("content-type", "application/json");
+    let (status, _, body) = server.call(req, Some(b"[1, 2]"));
+    assert_eq!(status, 422);
+    let problem: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        problem.get("field").is_none(),
+        "a non-object body blames a field: {problem}"
+    );
+    for id in ["-rf", "a..b"] {
+        let (status, problem) = server.submit(&json!({"id": id}));
+        assert_eq!(
+            (status, problem["field"].as_str()),
+            (422, Some("id")),
+            "{problem}"
+        );
+    }
+
+    // 10 GB declared, nothing sent: the answer comes at once.
+    let answer = raw_exchange(
+        &server,
+        "POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 10000000000\r\n\r\n",
+    );
+    let (status, content_type, body) = parse_http_answer(&answer);
+    assert_eq!(
+        (status, content_type.as_str()),
+        (413, "application/problem+json")
+    );
+    assert_eq!(problem_type(&body), "urn:cuzk:problem:body-too-large");
+    // Over the limit with Expect: 100-continue: refused without a 100 first.
+    let answer = raw_exchange(
+        &server,
+        "POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2000000\r\nexpect: 100-continue\r\n\r\n",
+    );
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+}
