@@ -358,6 +358,14 @@ fn a_full_queue_is_refused_before_the_request_is_checked_and_says_when_to_retry(
     );
     // A PoRep runs (a minute on two cores) and a WinningPoSt waits behind it: the queue is full.
     assert_eq!(server.submit(&porep_body("running")).0, 202);
+    for file in ["request.json", "state.json"] {
+        let path = dir.path().join("data/jobs/running").join(file);
+        let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode, 0o640,
+            "{file}: data files are for the service's user and group"
+        );
+    }
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while server.get_json("/v1/proofs/running").1["state"] != "running" {
         assert!(
@@ -439,4 +447,60 @@ fn malformed_requests_get_problem_json_and_oversized_bodies_are_refused_unread()
     );
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+}
+
+#[test]
+fn with_a_token_file_every_request_on_tcp_needs_the_token_and_the_socket_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token-0123456789\n").unwrap();
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let token_env = token_file.to_str().unwrap();
+    let (status, stderr) = serve_refused(
+        &dir.path().join("data"),
+        &[("CUZK_API__TOKEN_FILE", token_env)],
+    );
+    assert!(!status.success());
+    assert!(
+        stderr.contains("lets others read it; chmod 600 it"),
+        "{stderr}"
+    );
+    // Beyond loopback only with a token.
+    let (status, stderr) = serve_refused(
+        &dir.path().join("data"),
+        &[("CUZK_API__LISTEN", "0.0.0.0:0")],
+    );
+    assert!(!status.success());
+    assert!(stderr.contains("set api.token_file"), "{stderr}");
+
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            ("CUZK_API__TOKEN_FILE", token_env),
+            ("CUZK_API__UNIX_SOCKET", socket.to_str().unwrap()),
+        ],
+    );
+    let (status, _, body) = server.get("/v1/status");
+    assert_eq!(status, 401, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(problem_type(&body), "urn:cuzk:problem:unauthorized");
+    let wrong =
+        ureq::get(&server.url("/v1/status")).set("authorization", "Bearer s3cret-token-0123456788");
+    assert_eq!(server.call(wrong, None).0, 401);
+    let right =
+        ureq::get(&server.url("/v1/status")).set("authorization", "Bearer s3cret-token-0123456789");
+    assert_eq!(server.call(right, None).0, 200);
+    let cancel = ureq::delete(&server.url("/v1/proofs/x"));
+    assert_eq!(
+        server.call(cancel, None).0,
+        401,
+        "a cancel without the token"
+    );
+    assert_eq!(server.get("/healthz").0, 200, "probes need no token");
+    assert_eq!(
+        unix_get_status(&socket, "/v1/status"),
+        200,
+        "the socket's mode guards it"
+    );
 }

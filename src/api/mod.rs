@@ -19,6 +19,7 @@ use std::time::Instant;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
+use sha2::{Digest, Sha256};
 
 use crate::config::Settings;
 use crate::engine::Engine;
@@ -31,8 +32,29 @@ pub struct App {
     pub settings: Settings,
     pub budget: crate::memory::Budget,
     pub started: Instant,
+    /// What requests on a guarded listener must carry (`api.token_file`).
+    token: Option<Token>,
     ready: AtomicBool,
     draining: AtomicBool,
+}
+
+/// A bearer token, kept as its SHA-256: what a request presents is hashed and compared in
+/// constant time, so neither its bytes nor its length show in the time an answer takes.
+pub struct Token([u8; 32]);
+
+impl Token {
+    pub fn new(secret: &str) -> Token {
+        Token(Sha256::digest(secret.as_bytes()).into())
+    }
+
+    fn admits(&self, presented: &str) -> bool {
+        let presented: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        presented
+            .iter()
+            .zip(&self.0)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
 }
 
 impl App {
@@ -41,12 +63,14 @@ impl App {
         metrics: Arc<Metrics>,
         settings: Settings,
         budget: crate::memory::Budget,
+        token: Option<Token>,
     ) -> Arc<App> {
         Arc::new(App {
             engine,
             metrics,
             settings,
             budget,
+            token,
             started: Instant::now(),
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
@@ -72,17 +96,19 @@ impl App {
 }
 
 /// Serves the API on `listener` (TCP or a unix socket) as a task of `servers` until `stop` turns
-/// true, then lets open requests finish.
+/// true, then lets open requests finish. On a `guarded` listener every request but /healthz and
+/// /readyz must carry the app's token, if it has one.
 pub fn serve_on<L>(
     servers: &mut tokio::task::JoinSet<std::io::Result<()>>,
     listener: L,
     app: Arc<App>,
+    guarded: bool,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    let router = router(app);
+    let router = router(app, guarded);
     servers.spawn(async move {
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
@@ -92,7 +118,7 @@ pub fn serve_on<L>(
     });
 }
 
-pub fn router(app: Arc<App>) -> Router {
+pub fn router(app: Arc<App>, guarded: bool) -> Router {
     let limit = app.settings.max_body_bytes;
     Router::new()
         .route("/v1/proofs", axum::routing::post(proofs::submit))
@@ -109,29 +135,55 @@ pub fn router(app: Arc<App>) -> Router {
         .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
+            (app.clone(), guarded),
             front_door,
         ))
         .with_state(app)
 }
 
-/// Every request passes here: a body whose Content-Length is over the limit is refused before
-/// a byte of it is read (and before `Expect: 100-continue` is answered); each request gets an
-/// access log line, at debug, and at warn for a 5xx.
+/// Every request passes here: on a guarded listener one without the token is refused (401);
+/// a body whose Content-Length is over the limit is refused before a byte of it is read (and
+/// before `Expect: 100-continue` is answered); each request gets an access log line, at debug,
+/// and at warn for a 5xx.
 async fn front_door(
-    axum::extract::State(app): axum::extract::State<Arc<App>>,
+    axum::extract::State((app, guarded)): axum::extract::State<(Arc<App>, bool)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
+    use axum::http::header;
     use axum::response::IntoResponse;
     let (method, path) = (request.method().clone(), request.uri().path().to_owned());
     let start = Instant::now();
-    let declared = request
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
+    let headers = request.headers();
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let refused = match &app.token {
+        Some(token) if guarded && !matches!(path.as_str(), "/healthz" | "/readyz") => {
+            !presented.is_some_and(|p| token.admits(p.trim()))
+        }
+        _ => false,
+    };
     let response = match declared {
+        _ if refused => {
+            let mut r = Problem::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "Unauthorized",
+                "send the token of api.token_file as Authorization: Bearer <token>",
+            )
+            .into_response();
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+            r
+        }
         Some(n) if n > app.settings.max_body_bytes as u64 => {
             Problem::body_too_large(app.settings.max_body_bytes).into_response()
         }

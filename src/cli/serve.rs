@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::appliance::{assemble, limits};
-use crate::api::{serve_on, App};
+use crate::api::{serve_on, App, Token};
 use crate::config::{self, Config};
 use crate::jobs::DataDirLock;
 use crate::systemd::Notifier;
@@ -40,6 +40,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
             settings.params_dir.display()
         );
     }
+    // Data files 0640, directories 0750 (the unit says so too, UMask=0027).
+    // SAFETY: umask only sets this process's file mode mask.
+    unsafe { libc::umask(0o027) };
+    let token = match &settings.token_file {
+        Some(path) => Some(read_token(path)?),
+        None => None,
+    };
     let owner = DataDirLock::take(&settings.data_dir)?;
     let tcp = std::net::TcpListener::bind(settings.listen)
         .with_context(|| format!("binding {} (key api.listen)", settings.listen))?;
@@ -65,12 +72,40 @@ pub fn run(args: ServeArgs) -> Result<()> {
             appliance.metrics,
             settings,
             appliance.budget,
+            token,
         ),
         (tcp, unix),
         notifier,
         args.config,
         loaded.config,
     ))
+}
+
+/// The bearer token of `api.token_file`: the file must be readable by its owner alone (a
+/// token others can read guards nothing) and hold one non-empty line.
+fn read_token(path: &Path) -> Result<Token> {
+    use std::os::unix::fs::PermissionsExt;
+    let key = || format!("{} (key api.token_file)", path.display());
+    let mode = std::fs::metadata(path)
+        .with_context(|| format!("reading {}", key()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        anyhow::bail!(
+            "{}: mode {:o} lets others read it; chmod 600 it",
+            key(),
+            mode & 0o777
+        );
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", key()))?;
+    let secret = text.trim();
+    if secret.len() < 16 || secret.contains(char::is_whitespace) {
+        anyhow::bail!(
+            "{}: give one token of at least 16 characters, no spaces",
+            key()
+        );
+    }
+    Ok(Token::new(secret))
 }
 
 /// The API's unix socket, bound by this process: (device, inode) say whether the path is still
@@ -135,11 +170,12 @@ async fn serve(
     let tcp = tokio::net::TcpListener::from_std(tcp)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = tokio::task::JoinSet::new();
-    serve_on(&mut servers, tcp, app.clone(), stop_rx.clone());
+    serve_on(&mut servers, tcp, app.clone(), true, stop_rx.clone());
     if let Some(own) = &unix {
         own.listener.set_nonblocking(true)?;
         let listener = tokio::net::UnixListener::from_std(own.listener.try_clone()?)?;
-        serve_on(&mut servers, listener, app.clone(), stop_rx.clone());
+        // Its mode (0660) says who may connect.
+        serve_on(&mut servers, listener, app.clone(), false, stop_rx.clone());
     }
     tracing::info!(listen = %settings.listen, unix_socket = ?settings.unix_socket, "API listening");
     app.set_ready();

@@ -127,6 +127,11 @@ pub struct ApiConfig {
     pub max_body_bytes: u64,
     /// Jobs queued (not yet running) beyond which submissions get 429.
     pub max_queued_jobs: usize,
+    /// A file (mode 0600, owned by the service's user) holding the bearer token every request on
+    /// `listen` must carry (`Authorization: Bearer ...`), /healthz and /readyz aside; required
+    /// when `listen` is not a loopback address ("" for none). The unix socket is guarded by its
+    /// mode (0660) instead.
+    pub token_file: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -188,6 +193,7 @@ impl Default for ApiConfig {
             unix_socket: String::new(),
             max_body_bytes: 256 << 20,
             max_queued_jobs: 1000,
+            token_file: String::new(),
         }
     }
 }
@@ -232,6 +238,8 @@ impl Default for ServiceConfig {
 pub struct Settings {
     pub listen: SocketAddr,
     pub unix_socket: Option<PathBuf>,
+    /// `api.token_file`.
+    pub token_file: Option<PathBuf>,
     pub max_body_bytes: usize,
     pub max_queued_jobs: usize,
     pub data_dir: PathBuf,
@@ -347,9 +355,16 @@ impl Config {
             );
         }
         let path_or_none = |s: &str| (!s.is_empty()).then(|| PathBuf::from(s));
+        let token_file = path_or_none(&self.api.token_file);
+        if !listen.ip().is_loopback() && token_file.is_none() {
+            bail!(
+                "key api.listen: {listen} is reachable beyond this host; set api.token_file (a file of mode 0600 holding a bearer token) to serve there"
+            );
+        }
         Ok(Settings {
             listen,
             unix_socket: path_or_none(&self.api.unix_socket),
+            token_file,
             max_body_bytes: usize::try_from(self.api.max_body_bytes)
                 .context("key api.max_body_bytes: too large")?,
             max_queued_jobs: self.api.max_queued_jobs,
