@@ -554,7 +554,7 @@ fn bench_job(
             "synthesis_s": synthesis_s,
             "witness_bytes": witness_bytes,
             "held_bytes": witness_bytes,
-            "reserved_bytes": reserved.compact,
+            "reserved_bytes": through_pce.reserved,
             "abc_on_backend": through_pce.evaluates,
             "device_stages": backend.stage_times(),
             "prove_s": timings.total.as_secs_f64(),
@@ -612,6 +612,8 @@ struct ThroughPce {
     host: (crate::synth::SynthesizedProof, f64),
     compact: (crate::pce::CompactProof, f64),
     /// Whether the backend computes a, b and c itself.
+    /// What the engine reserves for the compact partition (from the PCE's proven bits).
+    reserved: u64,
     evaluates: bool,
 }
 
@@ -637,6 +639,7 @@ fn compact_synthesis(
         bail!("the PCE synthesis took the {} path", path.as_str())
     }
     let host = (synth.into_full(), start.elapsed().as_secs_f64());
+    let reserved = crate::synth::HostBytes::compact(&pce);
     let shared: std::sync::Arc<dyn crate::pce::HoldsPce> = std::sync::Arc::new(pce);
     let start = Instant::now();
     let (synth, path) =
@@ -646,6 +649,7 @@ fn compact_synthesis(
         crate::pce::Synthesized::Compact(proof) => Ok(ThroughPce {
             host,
             compact: (proof, synthesis_s),
+            reserved,
             evaluates,
         }),
         crate::pce::Synthesized::Full(_) => {
@@ -685,7 +689,8 @@ fn bench_synth(
     // vectors it gives where no pool buffer is lent: room for the whole of each from the start.
     let shape = pce.shape();
     let domain = shape.constraints.next_power_of_two();
-    let estimates = crate::synth::HostBytes::new(domain, shape.inputs, shape.aux);
+    let mut estimates = crate::synth::HostBytes::new(domain, shape.inputs, shape.aux);
+    estimates.compact = crate::synth::HostBytes::compact(&pce);
     let heap = crate::synth::SizedHeap([domain, domain, domain, shape.aux]);
     let paths: Vec<(Through<'_>, SynthPath)> = choices
         .iter()
@@ -751,6 +756,7 @@ fn bench_synth(
             "aux": pce.shape().aux,
             "nnz": pce.nnz(),
             "coefficients": pce.coefficients().len(),
+            "most_others": pce.most_others(),
         },
         "synthesized_bytes": synthesized_bytes,
         "witness_mix": witness_mix,

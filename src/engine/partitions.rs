@@ -230,11 +230,16 @@ impl Partitions<'_> {
             // no pool buffers; otherwise the pool's bytes are held from the budget already,
             // and what is lent is not reserved again.
             let pce = lock(&run.pce).clone();
-            let compact = pce.as_ref().filter(|set| self.compacts(set)).is_some();
+            let compact = pce.as_ref().filter(|set| self.compacts(set));
             let (estimate, lease) = match compact {
-                true => (self.estimates.compact, None),
-                false => (self.estimates.full, lease(self.pool, &self.pooled)),
+                // The shape's bound, or the PCE's where its proven bits make it closer.
+                Some(set) => (
+                    (self.estimates.compact).min(HostBytes::compact(&set.value)),
+                    None,
+                ),
+                None => (self.estimates.full, lease(self.pool, &self.pooled)),
             };
+            let compact = compact.is_some();
             let lent = lease.as_ref().map_or(0, |l| l.bytes().min(estimate));
             let reservation = match self
                 .admission

@@ -3,7 +3,8 @@
 //!
 //! Header (little-endian): magic `CUZKPCE\0`, format version (u32), header length (u32),
 //! circuit hash (32 bytes, [`super::circuit_hash`]), inputs, aux, constraints, nnz of A, B and C,
-//! distinct coefficients, body length (u64 each), body checksum (32 bytes), the circuit id
+//! distinct coefficients, the aux variables proven bits (`Pce::most_others`), body length (u64
+//! each), body checksum (32 bytes), the circuit id
 //! (u16 length, then UTF-8), zero padding, and the SHA-256 of everything before it in its last
 //! 32 bytes. Body: for A, B, C in turn row_ptr (constraints + 1 u32), cols (nnz u32), coefficient
 //! indices (nnz u32); the coefficients (32-byte canonical encodings); the densities (u64 words)
@@ -27,7 +28,7 @@ use crate::synth::Density;
 #[cfg(not(target_endian = "little"))]
 compile_error!("PCE files are mapped in place: little-endian targets only");
 
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"CUZKPCE\0";
 const HEADER_LEN: usize = 4096;
 const ALIGN: usize = 64;
@@ -62,6 +63,7 @@ struct Header {
     shape: Shape,
     nnz: [usize; 3],
     coefficients: usize,
+    bits: usize,
     body_len: u64,
     checksum: [u8; 32],
     id: String,
@@ -264,6 +266,7 @@ fn write_to(
         shape,
         nnz,
         coefficients: pce.coefficients.len(),
+        bits: pce.bits,
         body_len: (layout.end - HEADER_LEN) as u64,
         checksum: body.hash.finish(),
         id: id.to_owned(),
@@ -283,7 +286,7 @@ fn encode(h: &Header) -> Vec<u8> {
     for n in [h.shape.inputs, h.shape.aux, h.shape.constraints]
         .into_iter()
         .chain(h.nnz)
-        .chain([h.coefficients])
+        .chain([h.coefficients, h.bits])
     {
         out.extend_from_slice(&(n as u64).to_le_bytes());
     }
@@ -357,6 +360,12 @@ fn decode(bytes: &[u8]) -> Result<Header, FileError> {
     };
     let nnz = [f.usize()?, f.usize()?, f.usize()?];
     let coefficients = f.usize()?;
+    let bits = f.usize()?;
+    if bits > shape.aux {
+        return Err(FileError::Corrupt(
+            "more proven bits than aux variables".into(),
+        ));
+    }
     let body_len = f.u64();
     let checksum = f.take();
     let id_len = u16::from_le_bytes(f.take()) as usize;
@@ -371,6 +380,7 @@ fn decode(bytes: &[u8]) -> Result<Header, FileError> {
         shape,
         nnz,
         coefficients,
+        bits,
         body_len,
         checksum,
         id,
@@ -431,6 +441,7 @@ pub fn load(path: &Path, id: &str, hash: &[u8; 32]) -> Result<Pce, FileError> {
         a_aux_density: density(&layout.densities[0], shape.aux)?,
         b_input_density: density(&layout.densities[1], shape.inputs)?,
         b_aux_density: density(&layout.densities[2], shape.aux)?,
+        bits: header.bits,
         coefficients,
         arrays: Arrays::Mapped {
             sections: layout.matrices,

@@ -5,6 +5,7 @@
 //! matrix-vector products ([`Pce::synthesize`]). The result is the same [`SynthesizedProof`]
 //! the full path makes, value for value and bit for bit in the densities.
 
+pub mod bits;
 mod compact;
 pub mod file;
 mod record;
@@ -83,6 +84,8 @@ pub struct Pce {
     a_aux_density: Density,
     b_input_density: Density,
     b_aux_density: Density,
+    /// How many aux variables every satisfying witness holds at 0 or 1 ([`bits::proven_bits`]).
+    bits: usize,
 }
 
 impl std::fmt::Debug for Pce {
@@ -101,6 +104,8 @@ impl std::fmt::Debug for Pce {
 pub enum PceError {
     #[error("synthesis failed: {0}")]
     Synthesis(#[from] SynthesisError),
+    #[error("the witness has {others} values neither 0 nor 1 where the circuit proves all but {most} of its variables bits: it does not satisfy the circuit")]
+    NotBits { others: usize, most: usize },
     #[error(
         "a matrix has 2^32 entries or more, or the circuit 2^31 variables: too large for a PCE"
     )]
@@ -152,6 +157,12 @@ impl Pce {
     /// Non-zero entries of A, B and C.
     pub fn nnz(&self) -> [usize; 3] {
         [0, 1, 2].map(|m| self.matrix(m).nnz())
+    }
+
+    /// The most aux values neither 0 nor 1 a satisfying witness has: what a compact witness
+    /// of this circuit is reserved for (a witness with more is refused).
+    pub fn most_others(&self) -> usize {
+        self.shape.aux - self.bits
     }
 
     pub fn coefficients(&self) -> &[Scalar] {
@@ -237,7 +248,15 @@ impl Pce {
         &self,
         circuit: C,
     ) -> Result<(Vec<Scalar>, CompactWitness), PceError> {
-        self.witness_into(circuit, CompactWitness::with_capacity(self.shape.aux))
+        let bounded = CompactWitness::bounded(self.shape.aux, self.most_others());
+        let (inputs, witness) = self.witness_into(circuit, bounded)?;
+        match witness.overflowed() {
+            0 => Ok((inputs, witness)),
+            _ => Err(PceError::NotBits {
+                others: witness.counts().2,
+                most: self.most_others(),
+            }),
+        }
     }
 
     /// The witness of `circuit`, its aux values into `aux` (room for the whole witness made

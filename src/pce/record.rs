@@ -140,7 +140,7 @@ impl RecordingSystem {
             cols: r.cols,
             coeffs: r.coeffs,
         });
-        Ok(Pce {
+        let mut pce = Pce {
             id: super::next_id(),
             shape: Shape {
                 inputs: self.inputs,
@@ -152,7 +152,10 @@ impl RecordingSystem {
             a_aux_density: self.a_aux_density,
             b_input_density: self.b_input_density,
             b_aux_density: self.b_aux_density,
-        })
+            bits: 0,
+        };
+        pce.bits = super::bits::proven_bits(&pce).len();
+        Ok(pce)
     }
 }
 

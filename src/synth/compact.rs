@@ -15,7 +15,7 @@ const CODES_PER_WORD: usize = 32;
 
 /// A witness as 2-bit codes plus the values that are neither 0 nor 1 with their indices (in
 /// increasing index order).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CompactWitness {
     codes: Vec<u64>,
     len: usize,
@@ -23,6 +23,36 @@ pub struct CompactWitness {
     /// Indices of the other values: a witness has fewer than 2^32 values (checked at push).
     other_index: Vec<u32>,
     other_value: Vec<Scalar>,
+    /// The most other values it keeps; past them it keeps only their count (`overflowed`):
+    /// a witness of a circuit whose proven bits bound them cannot satisfy it with more.
+    most_others: usize,
+    overflowed: usize,
+}
+
+/// The same values (whatever bound each was made under).
+impl PartialEq for CompactWitness {
+    fn eq(&self, other: &Self) -> bool {
+        (self.len, self.ones, self.overflowed) == (other.len, other.ones, other.overflowed)
+            && self.codes == other.codes
+            && self.other_index == other.other_index
+            && self.other_value == other.other_value
+    }
+}
+
+impl Eq for CompactWitness {}
+
+impl Default for CompactWitness {
+    fn default() -> Self {
+        CompactWitness {
+            codes: Vec::new(),
+            len: 0,
+            ones: 0,
+            other_index: Vec::new(),
+            other_value: Vec::new(),
+            most_others: usize::MAX,
+            overflowed: 0,
+        }
+    }
 }
 
 impl CompactWitness {
@@ -32,19 +62,33 @@ impl CompactWitness {
 
     /// Room for `len` values, of which a few percent are neither 0 nor 1.
     pub fn with_capacity(len: usize) -> Self {
+        Self::bounded(len, usize::MAX)
+    }
+
+    /// Room for `len` values, of which at most `most_others` are kept neither 0 nor 1 (more
+    /// are counted, not kept: see [`CompactWitness::overflowed`]).
+    pub fn bounded(len: usize, most_others: usize) -> Self {
+        let others = (len / 32).min(most_others);
         CompactWitness {
             codes: Vec::with_capacity(len.div_ceil(CODES_PER_WORD)),
-            other_index: Vec::with_capacity(len / 32),
-            other_value: Vec::with_capacity(len / 32),
+            other_index: Vec::with_capacity(others),
+            other_value: Vec::with_capacity(others),
+            most_others,
             ..Self::default()
         }
     }
 
-    /// The most resident bytes a witness of `len` values takes while it is made: every value
-    /// an other at worst, and each list copied once as it grows or is shrunk to fit (the old
-    /// and the new copy both touched for a moment).
-    pub fn most_bytes(len: usize) -> usize {
-        len.div_ceil(CODES_PER_WORD) * 8 + 2 * len * (4 + std::mem::size_of::<Scalar>())
+    /// The most resident bytes a witness of `len` values, `most_others` of them at most
+    /// neither 0 nor 1, takes while it is made: each list of other values copied once as it
+    /// grows or is shrunk to fit (the old and the new copy both touched for a moment).
+    pub fn most_bytes(len: usize, most_others: usize) -> usize {
+        len.div_ceil(CODES_PER_WORD) * 8
+            + 2 * most_others.min(len) * (4 + std::mem::size_of::<Scalar>())
+    }
+
+    /// Other values pushed past the bound, and not kept: a witness with any is incomplete.
+    pub fn overflowed(&self) -> usize {
+        self.overflowed
     }
 
     /// Appends one value.
@@ -60,8 +104,12 @@ impl CompactWitness {
             self.ones += 1;
             ONE
         } else {
-            self.other_index.push(index);
-            self.other_value.push(value);
+            if self.other_index.len() < self.most_others {
+                self.other_index.push(index);
+                self.other_value.push(value);
+            } else {
+                self.overflowed += 1;
+            }
             OTHER
         };
         let slot = self.len % CODES_PER_WORD;
@@ -78,7 +126,11 @@ impl CompactWitness {
     }
 
     /// Appends the first `n` values of `other` (all of them where it has fewer).
+    ///
+    /// # Panics
+    /// If `other` is incomplete ([`CompactWitness::overflowed`]).
     pub fn extend_from_first(&mut self, other: &CompactWitness, n: usize) {
+        assert_eq!(other.overflowed, 0, "an incomplete witness is not copied");
         // Its other values come in index order: walk them beside the codes.
         let mut others = other.other_value.iter();
         for i in 0..n.min(other.len) {
@@ -132,7 +184,7 @@ impl CompactWitness {
 
     /// (zeros, ones, others).
     pub fn counts(&self) -> (usize, usize, usize) {
-        let others = self.other_index.len();
+        let others = self.other_index.len() + self.overflowed;
         (self.len - self.ones - others, self.ones, others)
     }
 

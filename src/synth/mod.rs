@@ -157,8 +157,9 @@ pub struct HostBytes {
     /// result is refused): a, b, c and the H quotient over the evaluation domain (4 vectors),
     /// the witness with its MSM scalars (3 per variable), 32 bytes each.
     pub full: u64,
-    /// The compact witness and the inputs (a refused compact synthesis is done again on the
-    /// full path under a reservation of its own).
+    /// The compact witness and the inputs, every aux value neither 0 nor 1 at worst (a
+    /// refused compact synthesis is done again on the full path under a reservation of its
+    /// own). Where the circuit's PCE is known, [`HostBytes::compact`] bounds it closer.
     pub compact: u64,
 }
 
@@ -172,13 +173,26 @@ impl HostBytes {
     /// For a circuit with `inputs` and `aux` variables over an evaluation domain of `domain`.
     pub fn new(domain: usize, inputs: usize, aux: usize) -> HostBytes {
         let scalar = std::mem::size_of::<Scalar>() as u64;
-        let (domain, inputs, aux) = (domain as u64, inputs as u64, aux as u64);
         HostBytes {
-            full: scalar * (4 * domain + 3 * (inputs + aux)) + Self::WORKING,
-            compact: scalar * inputs
-                + CompactWitness::most_bytes(aux as usize) as u64
-                + Self::WORKING,
+            full: scalar * (4 * domain as u64 + 3 * (inputs + aux) as u64) + Self::WORKING,
+            compact: Self::compact_of(inputs, aux, aux),
         }
+    }
+
+    /// A compact partition of a circuit with `inputs` and `aux` variables, at most
+    /// `most_others` of which are neither 0 nor 1 in a witness that satisfies it (its PCE's
+    /// [`crate::pce::Pce::most_others`]: a witness with more is refused before it outgrows
+    /// this).
+    pub fn compact_of(inputs: usize, aux: usize, most_others: usize) -> u64 {
+        (std::mem::size_of::<Scalar>() * inputs + CompactWitness::most_bytes(aux, most_others))
+            as u64
+            + Self::WORKING
+    }
+
+    /// [`HostBytes::compact_of`] the circuit `pce` records.
+    pub fn compact(pce: &crate::pce::Pce) -> u64 {
+        let shape = pce.shape();
+        Self::compact_of(shape.inputs, shape.aux, pce.most_others())
     }
 
     /// What a partition synthesized `path` is reserved.
