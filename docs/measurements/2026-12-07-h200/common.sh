@@ -1,4 +1,4 @@
-# Sourced by call-N.sh: unpacks carry/, sets LD_LIBRARY_PATH for NVRTC, $R (results, tarred into
+# Sourced by call-N.sh: unpacks carry/*.xz, sets LD_LIBRARY_PATH for NVRTC, $R (results, tarred into
 # $OUT/$TAR at exit), `step NAME SECONDS CMD...` (timeout, cut to what is left of BUDGET; each
 # step's exit code and seconds in steps.txt) and `run NAME SECONDS CMD...` (stdout NAME.json,
 # stderr NAME.err headed by the command, CUZK_LOG=${LOG:-info}). Samples the GPU (nvidia-smi,
@@ -6,7 +6,7 @@
 cd "$(dirname "$0")/../../.."
 nv=$(find / -name 'libnvrtc.so.13' -not -path '/proc/*' 2>/dev/null | head -1); export LD_LIBRARY_PATH=$(dirname "$nv")
 R=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; tar czf $OUT/$TAR -C $R .' EXIT
-[ -x carry/cuzk ] || { python3 -c "import lzma,sys; open(sys.argv[1][:-3],'wb').write(lzma.open(sys.argv[1]).read())" carry/cuzk.xz; chmod +x carry/cuzk; }
+for f in carry/*.xz; do python3 -c "import lzma,sys; open(sys.argv[1][:-3],'wb').write(lzma.open(sys.argv[1]).read())" $f; chmod +x ${f%.xz}; done
 K="--kernel-cache carry/kernels"; T0=$(date +%s); END=$((T0 + ${BUDGET:-570}))
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total,driver_version --format=csv > $R/steps.txt; nproc >> $R/steps.txt; free -g >> $R/steps.txt
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 500 > $R/gpu.csv 2>&1 &
