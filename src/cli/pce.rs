@@ -59,6 +59,7 @@ pub fn run(cmd: PceCommand) -> Result<()> {
                     "constraints": shape.constraints,
                     "nnz": pce.nnz(),
                     "coefficients": pce.coefficients().len(),
+                    "most_others": pce.most_others(),
                 })
             );
             Ok(())

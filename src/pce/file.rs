@@ -605,6 +605,7 @@ mod tests {
             assert_eq!((a.row_ptr, a.cols, a.coeffs), (b.row_ptr, b.cols, b.coeffs));
         }
         assert_eq!(loaded.densities(), pce.densities());
+        assert_eq!(loaded.most_others(), pce.most_others());
         let circuit = SyntheticCircuit::new(2, 3000, 9);
         assert_eq!(
             loaded.synthesize(circuit.clone()).unwrap(),

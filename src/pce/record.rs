@@ -154,7 +154,14 @@ impl RecordingSystem {
             b_aux_density: self.b_aux_density,
             bits: 0,
         };
+        let start = std::time::Instant::now();
         pce.bits = super::bits::proven_bits(&pce).len();
+        tracing::debug!(
+            seconds = start.elapsed().as_secs_f64(),
+            bits = pce.bits,
+            aux = pce.shape.aux,
+            "proven bits"
+        );
         Ok(pce)
     }
 }

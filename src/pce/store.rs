@@ -163,6 +163,7 @@ impl PceStore {
             total_s = start.elapsed().as_secs_f64(),
             bytes = pce.bytes(),
             nnz = ?pce.nnz(),
+            most_others = pce.most_others(),
             "PCE extracted"
         );
         Ok((pce, Obtained::Extracted))
