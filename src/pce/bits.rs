@@ -223,8 +223,7 @@ fn roots_are_bits(alpha: Scalar, beta: Scalar, gamma: Scalar) -> bool {
         return beta != Scalar::ZERO && (gamma == Scalar::ZERO || gamma == -beta);
     }
     // α·u·(u − 1), α·u² or α·(u − 1)².
-    (beta == -alpha && gamma == Scalar::ZERO)
-        || (beta == Scalar::ZERO && gamma == Scalar::ZERO)
+    (gamma == Scalar::ZERO && (beta == -alpha || beta == Scalar::ZERO))
         || (beta == -alpha.double() && gamma == alpha)
 }
 

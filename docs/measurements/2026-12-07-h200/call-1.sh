@@ -1,6 +1,6 @@
 #!/bin/bash
 # Device call 1 (the H200 box: 16 cores, 128 GiB, 141 GB GPU): the 32 GiB rehearsal.
-# carry/cuzk.xz: main's `cuzk` at f046fe5 (release, stripped: compact partitions reserved from
+# carry/cuzk.xz: main's `cuzk` at e4e4e75 (release, stripped: compact partitions reserved from
 # the PCE's proven bits); carry/kernels: its cubins.
 # 1. The porep-32g PCE extracted (timed) into target/pce, kept on the machine for the next call.
 # 2. `bench pipeline --rehearse`, 3 jobs: 10-partition proofs of rehearsal sectors through the
