@@ -639,7 +639,7 @@ fn compact_synthesis(
         bail!("the PCE synthesis took the {} path", path.as_str())
     }
     let host = (synth.into_full(), start.elapsed().as_secs_f64());
-    let reserved = crate::synth::HostBytes::compact(&pce);
+    let reserved = pce.compact_bytes();
     let shared: std::sync::Arc<dyn crate::pce::HoldsPce> = std::sync::Arc::new(pce);
     let start = Instant::now();
     let (synth, path) =
@@ -690,7 +690,7 @@ fn bench_synth(
     let shape = pce.shape();
     let domain = shape.constraints.next_power_of_two();
     let mut estimates = crate::synth::HostBytes::new(domain, shape.inputs, shape.aux);
-    estimates.compact = crate::synth::HostBytes::compact(&pce);
+    estimates.compact = pce.compact_bytes();
     let heap = crate::synth::SizedHeap([domain, domain, domain, shape.aux]);
     let paths: Vec<(Through<'_>, SynthPath)> = choices
         .iter()

@@ -234,7 +234,7 @@ impl Partitions<'_> {
             let (estimate, lease) = match compact {
                 // The shape's bound, or the PCE's where its proven bits make it closer.
                 Some(set) => (
-                    (self.estimates.compact).min(HostBytes::compact(&set.value)),
+                    (self.estimates.compact).min(set.value.compact_bytes()),
                     None,
                 ),
                 None => (self.estimates.full, lease(self.pool, &self.pooled)),

@@ -376,7 +376,7 @@ mod tests {
             "{refused}"
         );
         // Reserved: the codes, one other value twice over, nothing per value beyond.
-        let most = crate::synth::HostBytes::compact(&pce) - crate::synth::HostBytes::WORKING;
+        let most = pce.compact_bytes() - crate::synth::HostBytes::WORKING;
         assert_eq!(most, 32 + 8 + 2 * 36);
     }
 }

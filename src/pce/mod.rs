@@ -27,7 +27,9 @@ use ff::Field;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::synth::{Buffers, CompactWitness, Density, Heap, Scalars, SynthesizedProof, Vector};
+use crate::synth::{
+    Buffers, CompactWitness, Density, Heap, HostBytes, Scalars, SynthesizedProof, Vector,
+};
 
 /// Column tag of public inputs; other columns are aux variables.
 pub(crate) const INPUT_COLUMN: u32 = 1 << 31;
@@ -163,6 +165,12 @@ impl Pce {
     /// of this circuit is reserved for (a witness with more is refused).
     pub fn most_others(&self) -> usize {
         self.shape.aux - self.bits
+    }
+
+    /// What a compact partition of this circuit is reserved: [`HostBytes::compact_of`] its
+    /// shape and [`Pce::most_others`].
+    pub fn compact_bytes(&self) -> u64 {
+        HostBytes::compact_of(self.shape.inputs, self.shape.aux, self.most_others())
     }
 
     pub fn coefficients(&self) -> &[Scalar] {

@@ -7,6 +7,8 @@
 //! that appear in the A (resp. B) query, in variable order. The file is memory-mapped and each
 //! section decoded in parallel.
 
+mod random;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -328,38 +330,10 @@ impl Srs {
     /// A parameter set of `shape` whose bases are random points (no file holds it): what a
     /// rehearsal proves with where no real parameters of the size exist, as fast to sum as
     /// real ones. Its proofs do not verify. The points are tiled: point i of a section is
-    /// R[i mod r] + S[i / r] for two tables of about √n random points, so a set of a 32 GiB
-    /// circuit's shape is made in seconds per core. `seed` fixes every point.
+    /// R[i mod r] + S[i / r] for two tables of about √n random points, brought to affine
+    /// coordinates a block at a time ([`random`]). `seed` fixes every point.
     pub fn random(shape: SrsShape, seed: u64) -> Srs {
-        use group::{Curve, Group};
-        use rand::SeedableRng;
-        fn tiled<G: Group + Curve + Send + Sync>(n: usize, seed: u64) -> Vec<G::AffineRepr>
-        where
-            G::AffineRepr: Send + Default + Copy,
-        {
-            let r = 1usize << n.max(1).ilog2().div_ceil(2);
-            let table = |len: usize, seed: u64| -> Vec<G> {
-                (0..len)
-                    .into_par_iter()
-                    .map(|i| G::random(rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ i as u64)))
-                    .collect()
-            };
-            let (rows, cols) = (
-                table(r, seed),
-                table(n.div_ceil(r), seed.rotate_left(17) ^ 1),
-            );
-            let mut out = vec![G::AffineRepr::default(); n];
-            out.par_chunks_mut(1 << 14)
-                .enumerate()
-                .for_each(|(c, chunk)| {
-                    let first = c << 14;
-                    let sums: Vec<G> = (first..first + chunk.len())
-                        .map(|i| rows[i % r] + cols[i / r])
-                        .collect();
-                    G::batch_normalize(&sums, chunk);
-                });
-            out
-        }
+        use random::tiled;
         Srs {
             id: SrsId::in_memory(seed ^ 0x7265_6865_6172_7365),
             vk: placeholder_vk(shape.inputs),

@@ -159,7 +159,7 @@ pub struct HostBytes {
     pub full: u64,
     /// The compact witness and the inputs, every aux value neither 0 nor 1 at worst (a
     /// refused compact synthesis is done again on the full path under a reservation of its
-    /// own). Where the circuit's PCE is known, [`HostBytes::compact`] bounds it closer.
+    /// own). Where the circuit's PCE is known, `Pce::compact_bytes` bounds it closer.
     pub compact: u64,
 }
 
@@ -181,18 +181,11 @@ impl HostBytes {
 
     /// A compact partition of a circuit with `inputs` and `aux` variables, at most
     /// `most_others` of which are neither 0 nor 1 in a witness that satisfies it (its PCE's
-    /// [`crate::pce::Pce::most_others`]: a witness with more is refused before it outgrows
-    /// this).
+    /// `most_others`: a witness with more is refused before it outgrows this).
     pub fn compact_of(inputs: usize, aux: usize, most_others: usize) -> u64 {
         (std::mem::size_of::<Scalar>() * inputs + CompactWitness::most_bytes(aux, most_others))
             as u64
             + Self::WORKING
-    }
-
-    /// [`HostBytes::compact_of`] the circuit `pce` records.
-    pub fn compact(pce: &crate::pce::Pce) -> u64 {
-        let shape = pce.shape();
-        Self::compact_of(shape.inputs, shape.aux, pce.most_others())
     }
 
     /// What a partition synthesized `path` is reserved.
