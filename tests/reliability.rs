@@ -504,3 +504,63 @@ fn with_a_token_file_every_request_on_tcp_needs_the_token_and_the_socket_does_no
         "the socket's mode guards it"
     );
 }
+
+/// Issue 19 (connections): at `api.max_connections` the next connection waits unserved until
+/// one closes; a connection that sends nothing, or half a request, is closed after
+/// `api.idle_timeout_secs`; a long-poll is answered before that timeout.
+#[test]
+fn connections_past_the_cap_wait_and_idle_ones_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            ("CUZK_API__MAX_CONNECTIONS", "2"),
+            ("CUZK_API__IDLE_TIMEOUT_SECS", "3"),
+            ("CUZK_PROVING__WORKERS", "1"),
+        ],
+    );
+    let addr = format!("127.0.0.1:{}", server.port);
+    let connect = || {
+        let s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    };
+    // Both connections of the cap held: one silent, one with half a request.
+    let silent = connect();
+    let mut slow = connect();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let mut third = connect();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    third.read_to_end(&mut answer).unwrap();
+    let waited = started.elapsed();
+    assert_eq!(parse_http_answer(&answer).0, 200);
+    assert!(
+        waited >= Duration::from_secs(2),
+        "served after {waited:?}, before the held connections timed out"
+    );
+    for (name, mut held) in [("silent", silent), ("half a request", slow)] {
+        let mut rest = Vec::new();
+        let closed = held.read_to_end(&mut rest);
+        assert!(
+            closed.is_err() || rest.is_empty() || parse_http_answer(&rest).0 >= 400,
+            "{name}: still open, or answered {:?}",
+            String::from_utf8_lossy(&rest)
+        );
+    }
+    // A long-poll longer than the idle timeout is answered, not cut off.
+    assert_eq!(server.submit(&porep_body("polled")).0, 202);
+    let started = std::time::Instant::now();
+    let (status, job) = server.get_json("/v1/proofs/polled?wait=60s");
+    assert_eq!(status, 200, "{job}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}

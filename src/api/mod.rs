@@ -6,6 +6,7 @@
 //!   `DELETE /v1/proofs/{id}`: [`proofs`]
 //! - `GET /v1/status`, `/healthz`, `/readyz`, `/metrics`: [`status`]
 
+mod connections;
 mod problem;
 mod proofs;
 mod status;
@@ -108,6 +109,11 @@ pub fn serve_on<L>(
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
+    let listener = connections::Guarded::new(
+        listener,
+        app.settings.max_connections,
+        app.settings.idle_timeout,
+    );
     let router = router(app, guarded);
     servers.spawn(async move {
         axum::serve(listener, router)

@@ -226,6 +226,8 @@ pub async fn get_job(
                 format!("wait={wait:?}: give e.g. 30s, 500ms or 2m"),
             )
         })?;
+        // Answered before the connection's idle timeout would close it.
+        let wait = wait.min(app.settings.idle_timeout - Duration::from_secs(1));
         let _ = tokio::time::timeout(wait, changes.wait_for(|r| r.state.is_final())).await;
     }
     let record = changes.borrow().clone();

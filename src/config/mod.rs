@@ -132,6 +132,11 @@ pub struct ApiConfig {
     /// when `listen` is not a loopback address ("" for none). The unix socket is guarded by its
     /// mode (0660) instead.
     pub token_file: String,
+    /// Connections served at once on each listener; more wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// A connection with no byte read or written for this long is closed (seconds). A
+    /// long-poll (`?wait=`) is answered before it.
+    pub idle_timeout_secs: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -194,6 +199,8 @@ impl Default for ApiConfig {
             max_body_bytes: 256 << 20,
             max_queued_jobs: 1000,
             token_file: String::new(),
+            max_connections: 256,
+            idle_timeout_secs: 330,
         }
     }
 }
@@ -242,6 +249,8 @@ pub struct Settings {
     pub token_file: Option<PathBuf>,
     pub max_body_bytes: usize,
     pub max_queued_jobs: usize,
+    pub max_connections: usize,
+    pub idle_timeout: Duration,
     pub data_dir: PathBuf,
     /// Where PCE files are kept: `<data_dir>/pce`.
     pub pce_dir: PathBuf,
@@ -338,6 +347,10 @@ impl Config {
         };
         positive("api.max_body_bytes", self.api.max_body_bytes)?;
         positive("api.max_queued_jobs", self.api.max_queued_jobs as u64)?;
+        positive("api.max_connections", self.api.max_connections as u64)?;
+        if self.api.idle_timeout_secs < 2 {
+            bail!("key api.idle_timeout_secs: must be at least 2");
+        }
         positive("jobs.retention_count", self.jobs.retention_count as u64)?;
         positive("proving.provers", self.proving.provers as u64)?;
         positive(
@@ -368,6 +381,8 @@ impl Config {
             max_body_bytes: usize::try_from(self.api.max_body_bytes)
                 .context("key api.max_body_bytes: too large")?,
             max_queued_jobs: self.api.max_queued_jobs,
+            max_connections: self.api.max_connections,
+            idle_timeout: Duration::from_secs(self.api.idle_timeout_secs),
             data_dir: self.jobs.data_dir.clone(),
             pce_dir: self.jobs.data_dir.join("pce"),
             kernel_dir: self.jobs.data_dir.join("kernels"),
