@@ -65,7 +65,7 @@ pub(super) fn to_affine<G: Jacobian>(points: &[G], out: &mut [G::Affine]) {
         prefix.push(acc);
         let z = p.coordinates()[2];
         if z != G::Base::ZERO {
-            acc = acc * z;
+            acc *= z;
         }
     }
     let mut inverse = acc.invert().expect("a product of non-zero Z");
@@ -77,7 +77,7 @@ pub(super) fn to_affine<G: Jacobian>(points: &[G], out: &mut [G::Affine]) {
         }
         // 1/Z_i = (Z_0 · ... · Z_(i-1)) / (Z_0 · ... · Z_i)
         let z_inv = prefix[i] * inverse;
-        inverse = inverse * z;
+        inverse *= z;
         let z_inv2 = z_inv.square();
         out[i] = G::affine(x * z_inv2, y * (z_inv2 * z_inv));
     }
