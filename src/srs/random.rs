@@ -128,4 +128,38 @@ mod tests {
         assert!(g2.iter().zip(&out).all(|(p, a)| p.to_affine() == *a));
         assert!(out.iter().all(|a| bool::from(a.is_on_curve())));
     }
+
+    /// Times `tiled` against blstrs' one inversion a point on the same sums (a measurement, not
+    /// a check: `cargo test --release --lib srs::random -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn time_blocks_against_one_inversion_a_point() {
+        let n = 1 << 21;
+        let start = std::time::Instant::now();
+        let points = tiled::<G1Projective>(n, 5);
+        let blocks = start.elapsed().as_secs_f64();
+        let r = 1usize << n.ilog2().div_ceil(2);
+        // Sums with Z not 1, as `tiled` makes them (a point from affine has Z = 1, which
+        // blstrs converts without an inversion).
+        let g = G1Projective::random(rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        let sums: Vec<G1Projective> = points.par_iter().map(|p| g.plus(p)).collect();
+        let start = std::time::Instant::now();
+        let mut each = vec![G1Affine::default(); n];
+        each.par_chunks_mut(BLOCK)
+            .zip(sums.par_chunks(BLOCK))
+            .for_each(|(out, sums)| G1Projective::batch_normalize(sums, out));
+        let one_each = start.elapsed().as_secs_f64();
+        let start = std::time::Instant::now();
+        let mut blocks_of = vec![G1Affine::default(); n];
+        blocks_of
+            .par_chunks_mut(BLOCK)
+            .zip(sums.par_chunks(BLOCK))
+            .for_each(|(out, sums)| to_affine(sums, out));
+        let in_blocks = start.elapsed().as_secs_f64();
+        assert_eq!(each, blocks_of);
+        eprintln!(
+            "{n} G1 points (r = {r}) on {} threads: tiled {blocks:.2} s; to affine: blstrs {one_each:.2} s, in blocks {in_blocks:.2} s",
+            rayon::current_num_threads()
+        );
+    }
 }
