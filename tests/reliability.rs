@@ -564,3 +564,56 @@ fn connections_past_the_cap_wait_and_idle_ones_are_closed() {
         started.elapsed()
     );
 }
+
+/// Issue 19 (item 2): a request is read without a JSON value of it; two 48 MB bodies at once
+/// raise the service's peak RSS by less than 4x their bytes. (The bodies are PoRep requests
+/// whose C1 output is 12M numbers of no C1 shape: read, stored in canonical form, refused when
+/// the C1 output is parsed.)
+#[test]
+fn two_concurrent_48_mb_bodies_raise_peak_rss_by_less_than_4x_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let pid = server.child.id();
+    let status_kb = |key: &str| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with(key)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let mut body =
+        br#"{"kind": "porep-c2", "miner_id": 1000, "sector_number": 1, "c1": {"junk": ["#.to_vec();
+    while body.len() < 48 << 20 {
+        body.extend_from_slice(b"123,");
+    }
+    body.extend_from_slice(b"0]}}");
+    // The peak from here on (writing 5 to clear_refs resets VmHWM to the current RSS).
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    let before = status_kb("VmRSS:");
+    let answers: Vec<u16> = std::thread::scope(|s| {
+        let sends: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let req = ureq::post(&server.url("/v1/proofs"))
+                        .set("content-type", "application/json");
+                    server.call(req, Some(&body)).0
+                })
+            })
+            .collect();
+        sends.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        answers,
+        [422, 422],
+        "both read in full and refused for their C1 output"
+    );
+    let growth = (status_kb("VmHWM:") - before) << 10;
+    let bodies = 2 * body.len() as u64;
+    eprintln!(
+        "two bodies of {} bytes: peak RSS growth {growth} bytes ({:.2}x)",
+        body.len(),
+        growth as f64 / bodies as f64
+    );
+    assert!(
+        growth < 4 * bodies,
+        "peak RSS grew {growth} bytes for {bodies} bytes of bodies"
+    );
+}

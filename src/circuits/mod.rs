@@ -1,6 +1,7 @@
 //! Filecoin circuits: turning what Curio holds (C1 output, vanilla proofs) into one circuit per
 //! partition, and the partition proofs back into the bytes filecoin-proofs returns.
 
+pub mod json;
 pub mod oracle;
 pub mod params;
 pub mod porep;

@@ -217,11 +217,18 @@ fn parse_c1(bytes: &[u8], sector_number: u64) -> Result<SealCommitPhase1Output, 
     let json_err = |e: serde_json::Error| {
         CircuitError::invalid("c1", format!("not a SealCommitPhase1Output: {e}"))
     };
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(json_err)?;
-    if value.get("Phase1Out").is_none() {
-        return serde_json::from_value(value).map_err(json_err);
+    // Which of the two, read without building a Value of the C1 output (its other members
+    // are skipped unread).
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(rename = "Phase1Out", borrow, default)]
+        phase1_out: Option<&'a serde_json::value::RawValue>,
     }
-    let env: Envelope = serde_json::from_value(value)
+    let probe: Probe<'_> = serde_json::from_slice(bytes).map_err(json_err)?;
+    if probe.phase1_out.is_none() {
+        return serde_json::from_slice(bytes).map_err(json_err);
+    }
+    let env: Envelope = serde_json::from_slice(bytes)
         .map_err(|e| CircuitError::invalid("c1", format!("malformed envelope: {e}")))?;
     if let Some(n) = env.sector_num {
         if n != sector_number {

@@ -127,7 +127,7 @@ pub fn porep_request(
         seed,
     )?;
     Ok(ProofRequest::PorepC2(PorepC2Request {
-        c1: C1Input::Json(serde_json::to_value(&c1)?),
+        c1: C1Input::json(&c1)?,
         miner_id,
         sector_number,
     }))

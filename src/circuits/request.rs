@@ -154,23 +154,24 @@ fn prover_id(miner_id: Option<u64>, prover_id: Option<Bytes32>) -> Result<[u8; 3
 impl ProofRequest {
     /// Parses a JSON request; an error names the field that is wrong.
     pub fn from_json(bytes: &[u8]) -> Result<Self, CircuitError> {
-        let mut value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|e| CircuitError::invalid("request", format!("not JSON: {e}")))?;
-        let object = value
-            .as_object_mut()
-            .ok_or_else(|| CircuitError::invalid("request", "not a JSON object"))?;
+        use super::json::{object, NotObject};
+        // No Value of the whole request: its members are read as raw text.
+        let mut members = object(bytes).map_err(|e| match e {
+            NotObject::Malformed(e) => CircuitError::invalid("request", format!("not JSON: {e}")),
+            NotObject::NotAnObject => CircuitError::invalid("request", "not a JSON object"),
+        })?;
         // The kind is read first and the fields of that kind then, so that a field's error
         // carries its path (serde's internally tagged enums lose it).
-        let kind = object
+        let kind = members
             .remove("kind")
             .ok_or_else(|| CircuitError::invalid("kind", "missing"))?;
-        let kind: ProofKind = serde_json::from_value(kind)
+        let kind: ProofKind = serde_json::from_str(kind.get())
             .map_err(|e| CircuitError::invalid("kind", e.to_string()))?;
         Ok(match kind {
-            ProofKind::PorepC2 => ProofRequest::PorepC2(fields(value)?),
-            ProofKind::SnapDeals => ProofRequest::SnapDeals(fields(value)?),
-            ProofKind::WindowPost => ProofRequest::WindowPost(fields(value)?),
-            ProofKind::WinningPost => ProofRequest::WinningPost(fields(value)?),
+            ProofKind::PorepC2 => ProofRequest::PorepC2(fields(members)?),
+            ProofKind::SnapDeals => ProofRequest::SnapDeals(fields(members)?),
+            ProofKind::WindowPost => ProofRequest::WindowPost(fields(members)?),
+            ProofKind::WinningPost => ProofRequest::WinningPost(fields(members)?),
         })
     }
 
@@ -223,8 +224,11 @@ impl ProofRequest {
 }
 
 /// One kind's fields from a JSON object; an error names the field by its path.
-fn fields<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, CircuitError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
+fn fields<T: serde::de::DeserializeOwned>(
+    members: std::collections::BTreeMap<String, &serde_json::value::RawValue>,
+) -> Result<T, CircuitError> {
+    let map = serde::de::value::MapDeserializer::<_, serde_json::Error>::new(members.into_iter());
+    serde_path_to_error::deserialize(map).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // A missing field is reported at its parent: name the field itself.
@@ -242,22 +246,52 @@ fn fields<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T,
 }
 
 /// The C1 output inside a PoRep request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum C1Input {
     /// Base64 of the C1 JSON (or envelope) bytes.
     Base64(String),
-    /// The C1 JSON (or envelope) itself.
-    Json(serde_json::Value),
+    /// The C1 JSON (or envelope) itself, as its text (parsed once, into its own types, when
+    /// the job is prepared).
+    Json(Box<serde_json::value::RawValue>),
 }
 
 impl C1Input {
-    fn to_bytes(&self) -> Result<Vec<u8>, CircuitError> {
+    /// The C1 output `c1` as JSON.
+    pub fn json<T: Serialize>(c1: &T) -> Result<C1Input, serde_json::Error> {
+        serde_json::value::to_raw_value(c1).map(C1Input::Json)
+    }
+
+    fn to_bytes(&self) -> Result<std::borrow::Cow<'_, [u8]>, CircuitError> {
         match self {
             C1Input::Base64(s) => base64::engine::general_purpose::STANDARD
                 .decode(s.trim())
+                .map(std::borrow::Cow::Owned)
                 .map_err(|e| CircuitError::invalid("c1", format!("not base64: {e}"))),
-            C1Input::Json(v) => Ok(serde_json::to_vec(v).expect("a JSON value serializes")),
+            C1Input::Json(raw) => Ok(std::borrow::Cow::Borrowed(raw.get().as_bytes())),
+        }
+    }
+}
+
+impl PartialEq for C1Input {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (C1Input::Base64(a), C1Input::Base64(b)) => a == b,
+            (C1Input::Json(a), C1Input::Json(b)) => a.get() == b.get(),
+            _ => false,
+        }
+    }
+}
+
+/// A string is base64; anything else is the JSON itself, kept as its text.
+impl<'de> Deserialize<'de> for C1Input {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        match raw.get().starts_with('"') {
+            true => serde_json::from_str(raw.get())
+                .map(C1Input::Base64)
+                .map_err(serde::de::Error::custom),
+            false => Ok(C1Input::Json(raw)),
         }
     }
 }

@@ -314,9 +314,7 @@ pub fn snap_request(cc: &SealedSector, seed: u64, workdir: &Path) -> Result<Proo
 /// A PoRep C2 request for a sealed sector.
 pub fn porep_request(sector: &SealedSector, miner_id: u64) -> ProofRequest {
     ProofRequest::PorepC2(PorepC2Request {
-        c1: super::request::C1Input::Json(
-            serde_json::to_value(&sector.c1).expect("C1 output serializes"),
-        ),
+        c1: super::request::C1Input::json(&sector.c1).expect("C1 output serializes"),
         miner_id,
         sector_number: u64::from(sector.sector_id),
     })
