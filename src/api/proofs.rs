@@ -76,41 +76,29 @@ pub async fn submit(
             )
         }
     })?;
-    // Read without a Value of it (a C1 output's numbers take ~8x their text as one).
-    let mut members = crate::circuits::json::object(&body).map_err(|e| match e {
-        crate::circuits::json::NotObject::Malformed(e) => Problem::new(
-            StatusCode::BAD_REQUEST,
-            "malformed-json",
-            "Malformed JSON",
-            e.to_string(),
-        ),
-        crate::circuits::json::NotObject::NotAnObject => Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid-input",
-            "Invalid proof request",
-            "the request is not a JSON object",
-        ),
-    })?;
-    let id = take_id(members.remove("id"))?;
-    // A new job must find room before it is checked in full (the costly part).
-    if app.engine.get(&id).is_none() {
-        app.engine.has_room().map_err(|e| submit_problem(&app, e))?;
-    }
-    // The stored form: canonical (keys sorted), without the id.
-    let request = crate::circuits::json::canonical_object(&members).map_err(|e| {
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "malformed-json",
-            "Malformed JSON",
-            e.to_string(),
-        )
-    })?;
-    drop(members);
-    drop(body);
-
     let engine = app.engine.clone();
     let answer = app.clone();
+    // Off the async threads: reading a large body takes a while.
     let (record, created) = tokio::task::spawn_blocking(move || {
+        // Read without a Value of it (a C1 output's numbers take ~8x their text as one).
+        let mut members = crate::circuits::json::object(&body).map_err(|e| match e {
+            crate::circuits::json::NotObject::Malformed(e) => malformed(e),
+            crate::circuits::json::NotObject::NotAnObject => Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid-input",
+                "Invalid proof request",
+                "the request is not a JSON object",
+            ),
+        })?;
+        let id = take_id(members.remove("id"))?;
+        // A new job must find room before it is checked in full (the costly part).
+        if engine.get(&id).is_none() {
+            engine.has_room().map_err(|e| submit_problem(&answer, e))?;
+        }
+        // The stored form: canonical (keys sorted), without the id.
+        let request = crate::circuits::json::canonical_object(&members).map_err(malformed)?;
+        drop(members);
+        drop(body);
         let parsed = ProofRequest::from_json(&request).map_err(Problem::invalid_input)?;
         let kind = parsed.kind();
         // A new job is checked in full before acceptance: a job that is accepted can be
@@ -132,6 +120,15 @@ pub async fn submit(
         },
         &record,
     ))
+}
+
+fn malformed(e: serde_json::Error) -> Problem {
+    Problem::new(
+        StatusCode::BAD_REQUEST,
+        "malformed-json",
+        "Malformed JSON",
+        e.to_string(),
+    )
 }
 
 /// The client's id, checked, or a fresh random one.
