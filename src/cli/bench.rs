@@ -611,9 +611,9 @@ struct ThroughPce {
     /// a, b and c by the host's SpMV.
     host: (crate::synth::SynthesizedProof, f64),
     compact: (crate::pce::CompactProof, f64),
-    /// Whether the backend computes a, b and c itself.
     /// What the engine reserves for the compact partition (from the PCE's proven bits).
     reserved: u64,
+    /// Whether the backend computes a, b and c itself.
     evaluates: bool,
 }
 

@@ -233,10 +233,7 @@ impl Partitions<'_> {
             let compact = pce.as_ref().filter(|set| self.compacts(set));
             let (estimate, lease) = match compact {
                 // The shape's bound, or the PCE's where its proven bits make it closer.
-                Some(set) => (
-                    (self.estimates.compact).min(set.value.compact_bytes()),
-                    None,
-                ),
+                Some(set) => (self.estimates.compact.min(set.value.compact_bytes()), None),
                 None => (self.estimates.full, lease(self.pool, &self.pooled)),
             };
             let compact = compact.is_some();

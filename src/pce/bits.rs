@@ -86,15 +86,9 @@ pub fn proven_bits(pce: &Pce) -> AuxSet {
                 let mut row = Row::default();
                 let mut found = 0;
                 for r in task * ROWS_PER_TASK..rows.min((task + 1) * ROWS_PER_TASK) {
-                    let x = match boolean_row(&matrices, r) {
-                        Some(x) => x,
-                        None => {
-                            row.read(&matrices, coefficients, r);
-                            match row.makes_a_bit(&known) {
-                                Some(x) => x,
-                                None => continue,
-                            }
-                        }
+                    row.read(&matrices, coefficients, r);
+                    let Some(x) = row.makes_a_bit(&known) else {
+                        continue;
                     };
                     let bit = 1u64 << (x % 64);
                     found += (words[x / 64].fetch_or(bit, Ordering::Relaxed) & bit == 0) as usize;
@@ -111,34 +105,6 @@ pub fn proven_bits(pce: &Pce) -> AuxSet {
         words: words.into_iter().map(AtomicU64::into_inner).collect(),
         len,
     }
-}
-
-/// x·(1 − x) = 0 or (1 − x)·x = 0, as bellperson allocates a bit: x. Read from the columns
-/// and coefficient indices alone (0 is ONE, 1 minus ONE).
-fn boolean_row(m: &[MatrixRef<'_>; 3], r: usize) -> Option<usize> {
-    let span = |m: &MatrixRef<'_>| m.row_ptr[r] as usize..m.row_ptr[r + 1] as usize;
-    if !span(&m[2]).is_empty() {
-        return None;
-    }
-    let entries = |m: &MatrixRef<'_>| {
-        let s = span(m);
-        let e: Vec<(u32, u32)> = m.cols[s.clone()]
-            .iter()
-            .copied()
-            .zip(m.coeffs[s].iter().copied())
-            .collect();
-        e
-    };
-    let (a, b) = (entries(&m[0]), entries(&m[1]));
-    let x_of = |single: &[(u32, u32)], pair: &[(u32, u32)]| match (single, pair) {
-        ([(x, 0)], [(one, 0), (y, 1)] | [(y, 1), (one, 0)])
-            if *one == INPUT_COLUMN && x == y && x & INPUT_COLUMN == 0 =>
-        {
-            Some(*x as usize)
-        }
-        _ => None,
-    };
-    x_of(&a, &b).or_else(|| x_of(&b, &a))
 }
 
 /// One row's three linear combinations, as (variable, coefficient) terms.
