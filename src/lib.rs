@@ -14,6 +14,7 @@
 //! - [`groth16`]: SynthesizedProof + SRS -> proof, behind a [`groth16::Backend`]: the CPU here,
 //!   GPUs in [`gpu`] (every CUDA call: devices, our NVRTC-compiled kernels, resident bases).
 //! - [`config`], [`metrics`], [`systemd`], [`persist`] (the one way kept files are written).
+//! - [`fuzz`]: every parser of outside bytes as one call (the fuzz targets' entry points).
 //! - [`cli`]: the `cuzk` command.
 //!
 //! docs/architecture.md has the bird's-eye view, the layers and the invariants.
@@ -23,6 +24,7 @@ pub mod circuits;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod fuzz;
 pub mod gpu;
 pub mod groth16;
 pub mod jobs;

@@ -46,6 +46,9 @@ pub struct Metrics {
     pub partitions_waiting: prometheus::IntGauge,
     /// Partitions synthesized, by kind and path (pce, full).
     pub syntheses: IntCounterVec,
+    /// Partition proofs that did not verify against their own public inputs, by kind and the
+    /// backend that made them.
+    pub wrong_partition_proofs: IntCounterVec,
     /// PCE lookups when a job starts, by circuit and result (hit: loaded or shared; miss).
     pub pce_lookups: IntCounterVec,
     /// Background PCE extractions, by circuit and result (ok, failed).
@@ -126,6 +129,11 @@ impl Metrics {
                 "cuzk_syntheses_total",
                 "Partitions synthesized, by path: pce (witness + SpMV), compact (the witness alone, a, b, c computed by the prover) or full",
                 &["kind", "path"],
+            ),
+            wrong_partition_proofs: counter_by(
+                "cuzk_wrong_partition_proofs_total",
+                "Partition proofs that did not verify against their public inputs, by the backend that made them (each is proved once more on the other backend)",
+                &["kind", "backend"],
             ),
             pce_lookups: counter_by(
                 "cuzk_pce_lookups_total",

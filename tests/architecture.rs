@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["circuits"],
     &["config"],
     &["jobs"],
-    &["metrics", "systemd"],
+    &["metrics", "systemd", "fuzz"],
     &["engine"],
     &["api"],
     &["cli"],

@@ -617,3 +617,185 @@ fn two_concurrent_48_mb_bodies_raise_peak_rss_by_less_than_4x_their_bytes() {
         "peak RSS grew {growth} bytes for {bodies} bytes of bodies"
     );
 }
+
+/// A preloaded library that makes every fsync and fdatasync of the process it is loaded into
+/// take `delay_ms` first (a slow disk where dm-delay or FUSE cannot be had), built with cc.
+fn slow_sync_library(dir: &Path, delay_ms: u32) -> PathBuf {
+    let source = dir.join("slowsync.c");
+    std::fs::write(
+        &source,
+        format!(
+            r#"#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <unistd.h>
+static int (*real_fsync)(int);
+static int (*real_fdatasync)(int);
+int fsync(int fd) {{
+    if (!real_fsync) real_fsync = dlsym(RTLD_NEXT, "fsync");
+    usleep({delay_ms} * 1000);
+    return real_fsync(fd);
+}}
+int fdatasync(int fd) {{
+    if (!real_fdatasync) real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
+    usleep({delay_ms} * 1000);
+    return real_fdatasync(fd);
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let library = dir.join("slowsync.so");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .arg("-ldl")
+        .status()
+        .expect("cc (build-essential) builds the slow-disk library");
+    assert!(built.success());
+    library
+}
+
+/// With every fsync 0.4 s (a slow disk, `fake_slow_disk`: a preloaded library delays them),
+/// submissions take seconds each, and /healthz, /metrics and a job's status answer meanwhile
+/// without waiting for any of them: nothing they read waits on the job store's I/O.
+#[test]
+fn health_metrics_and_status_answer_while_submissions_wait_on_a_slow_disk_fake_slow_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = slow_sync_library(dir.path(), 400);
+    let library = library.to_str().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[("LD_PRELOAD", library), ("CUZK_PROVING__WORKERS", "1")],
+    );
+    let bodies: Vec<Vec<u8>> = (0..6)
+        .map(|i| serde_json::to_vec(&winning_body(&format!("slow-{i}"))).unwrap())
+        .collect();
+    assert_eq!(server.submit(&winning_body("first")).0, 202);
+    let (submits, probes) = std::thread::scope(|s| {
+        let sends: Vec<_> = bodies
+            .iter()
+            .map(|body| {
+                s.spawn(|| {
+                    let start = std::time::Instant::now();
+                    let req = ureq::post(&server.url("/v1/proofs"))
+                        .set("content-type", "application/json");
+                    let status = server.call(req, Some(body)).0;
+                    (status, start.elapsed())
+                })
+            })
+            .collect();
+        // Probes while the submissions are in flight.
+        let mut probes: Vec<(&str, Duration)> = Vec::new();
+        std::thread::sleep(Duration::from_millis(100));
+        while !sends.iter().all(|h| h.is_finished()) {
+            for path in ["/healthz", "/metrics", "/v1/proofs/first"] {
+                let start = std::time::Instant::now();
+                let (status, _, _) = server.get(path);
+                assert_eq!(status, 200, "{path}");
+                probes.push((path, start.elapsed()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let submits: Vec<_> = sends.into_iter().map(|h| h.join().unwrap()).collect();
+        (submits, probes)
+    });
+    assert!(
+        submits.iter().all(|(status, _)| *status == 202),
+        "{submits:?}"
+    );
+    let slowest_submit = submits.iter().map(|s| s.1).max().unwrap();
+    assert!(
+        slowest_submit >= Duration::from_millis(800),
+        "the slow disk is not slow: the slowest submission took {slowest_submit:?}"
+    );
+    for path in ["/healthz", "/metrics", "/v1/proofs/first"] {
+        let mut times: Vec<Duration> = probes.iter().filter(|p| p.0 == path).map(|p| p.1).collect();
+        times.sort();
+        assert!(times.len() >= 5, "{path}: {} probes", times.len());
+        let (p50, p99) = (times[times.len() / 2], times[times.len() * 99 / 100]);
+        eprintln!(
+            "{path}: {} probes during {} submissions (slowest {slowest_submit:?}): p50 {p50:?}, p99 {p99:?}, max {:?}",
+            times.len(),
+            submits.len(),
+            times.last().unwrap()
+        );
+        // Anything waiting behind one fsync would take 0.4 s.
+        assert!(
+            *times.last().unwrap() < Duration::from_millis(300),
+            "{path} waited on the disk: {times:?}"
+        );
+    }
+}
+
+/// Bodies being read count against `api.max_inflight_body_bytes` by their declared length from
+/// their first byte on: while a client trickles a 40 MB body, a 30 MB one is answered 503 with
+/// Retry-After before a byte of it is read, a small one is served, and once the trickle is
+/// cut the 30 MB one is read (and refused for what it says, 422).
+#[test]
+fn bodies_past_the_in_flight_cap_wait_with_503_and_retry_after_until_room_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            ("CUZK_API__MAX_BODY_BYTES", "50000000"),
+            ("CUZK_API__MAX_INFLIGHT_BODY_BYTES", "60000000"),
+        ],
+    );
+    let mut trickle = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    trickle
+        .write_all(b"POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 40000000\r\n\r\n{\"kind\": ")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let large = |len: usize| {
+        let mut body =
+            br#"{"kind": "porep-c2", "miner_id": 1000, "sector_number": 1, "c1": {"junk": ["#
+                .to_vec();
+        while body.len() < len - 4 {
+            body.extend_from_slice(b"1,");
+        }
+        body.truncate(len - 4);
+        if body.ends_with(b",") {
+            body.pop();
+            body.push(b'0');
+        }
+        body.extend_from_slice(b"0]}}");
+        body
+    };
+    let body = large(30_000_000);
+    let head = format!(
+        "POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nexpect: 100-continue\r\n\r\n",
+        body.len()
+    );
+    let answer = raw_exchange(&server, &head);
+    let (status, _, problem) = parse_http_answer(&answer);
+    let head_text = String::from_utf8_lossy(&answer).to_lowercase();
+    assert_eq!(status, 503, "{head_text}");
+    assert_eq!(problem_type(&problem), "urn:cuzk:problem:unavailable");
+    assert!(
+        String::from_utf8_lossy(&problem).contains("api.max_inflight_body_bytes"),
+        "{head_text}"
+    );
+    assert!(head_text.contains("retry-after: 2"), "{head_text}");
+    // A small body still fits beside the trickle.
+    let req = ureq::post(&server.url("/v1/proofs")).set("content-type", "application/json");
+    let (status, _, small) = server.call(req, Some(br#"{"kind": "porep-c2"}"#));
+    assert_eq!(status, 422, "{}", String::from_utf8_lossy(&small));
+    assert_eq!(server.get("/healthz").0, 200);
+    drop(trickle);
+    // The room comes back once the trickling request is gone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let req = ureq::post(&server.url("/v1/proofs")).set("content-type", "application/json");
+        let (status, _, answer) = server.call(req, Some(&body));
+        if status == 422 {
+            break;
+        }
+        assert_eq!(status, 503, "{}", String::from_utf8_lossy(&answer));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the room never came back"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -13,7 +13,7 @@ mod status;
 
 pub use problem::Problem;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -37,6 +37,30 @@ pub struct App {
     token: Option<Token>,
     ready: AtomicBool,
     draining: AtomicBool,
+    /// Bytes of request bodies being read and checked now (their declared lengths).
+    reading: AtomicU64,
+}
+
+/// Budget bytes held per body byte while a request is read and checked: the body, its stored
+/// canonical form and the values parsed from it (two concurrent 48 MB bodies raised peak RSS
+/// 2.05x their bytes: docs/measurements/2026-12-07-reliability/bodies.log).
+const READ_COST: u64 = 3;
+
+/// When a client whose body found no room should send it again.
+const BODY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A body's room while it is read and checked: its bytes under `api.max_inflight_body_bytes`
+/// and [`READ_COST`] times them held from the memory budget.
+struct Reading {
+    app: Arc<App>,
+    bytes: u64,
+    _hold: Option<crate::memory::Hold>,
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.app.reading.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
 }
 
 /// A bearer token, kept as its SHA-256: what a request presents is hashed and compared in
@@ -75,7 +99,37 @@ impl App {
             started: Instant::now(),
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            reading: AtomicU64::new(0),
         })
+    }
+
+    /// Lets a body of `bytes` be read and checked if the bodies being read now leave room for
+    /// it under `api.max_inflight_body_bytes` and the memory budget has [`READ_COST`] times its
+    /// bytes free; else a 503 that says when to try again. The room is given back when the
+    /// returned guard is dropped (the request answered).
+    fn admit_body(self: &Arc<Self>, bytes: u64) -> Result<Reading, Problem> {
+        let cap = self.settings.max_inflight_body_bytes;
+        let before = self.reading.fetch_add(bytes, Ordering::SeqCst);
+        let mut reading = Reading {
+            app: self.clone(),
+            bytes,
+            _hold: None,
+        };
+        let busy = |detail: String| Problem::unavailable(detail).retry_after(BODY_RETRY);
+        if before + bytes > cap {
+            return Err(busy(format!(
+                "{before} bytes of other requests are being read (api.max_inflight_body_bytes = {cap}); send this one again shortly"
+            )));
+        }
+        let hold = self
+            .engine
+            .hold_for_request(bytes.saturating_mul(READ_COST));
+        reading._hold = Some(hold.ok_or_else(|| {
+            busy(format!(
+                "the memory budget has no room to read a body of {bytes} bytes now; send it again shortly"
+            ))
+        })?);
+        Ok(reading)
     }
 
     pub fn set_ready(&self) {
@@ -193,7 +247,21 @@ async fn front_door(
         Some(n) if n > app.settings.max_body_bytes as u64 => {
             Problem::body_too_large(app.settings.max_body_bytes).into_response()
         }
-        _ => next.run(request).await,
+        // A body to read: its declared length, or the largest accepted where none is declared.
+        _ => match declared.unwrap_or(match method == axum::http::Method::POST {
+            true => app.settings.max_body_bytes as u64,
+            false => 0,
+        }) {
+            0 => next.run(request).await,
+            bytes => match app.admit_body(bytes) {
+                Ok(reading) => {
+                    let response = next.run(request).await;
+                    drop(reading);
+                    response
+                }
+                Err(busy) => busy.into_response(),
+            },
+        },
     };
     let (status, ms) = (
         response.status().as_u16(),

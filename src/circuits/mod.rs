@@ -58,6 +58,23 @@ impl CircuitError {
     }
 }
 
+/// Runs `check`, which reads request values with filecoin-proofs' code: some of it panics on
+/// malformed values (filecoin-hashers' Poseidon on a Merkle node that is not a field element,
+/// found by fuzzing). Such a panic is `field`'s error, as any other malformed value is.
+pub(crate) fn refusing_panics<T>(
+    field: &str,
+    check: impl FnOnce() -> Result<T, CircuitError>,
+) -> Result<T, CircuitError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("refused by filecoin-proofs' checks");
+        Err(CircuitError::invalid(field, format!("malformed: {why}")))
+    })
+}
+
 /// One proof to make: its partitions' circuits, and how their proofs become the bytes
 /// filecoin-proofs returns. Made by [`ProofRequest::prepare`]; every input is checked by then.
 pub trait ProofJob: Send + Sync + fmt::Debug {

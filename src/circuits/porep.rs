@@ -95,7 +95,16 @@ impl PoRepC2 {
         )
     }
 
+    /// The job of a C1 output for this prover and sector, every value of it checked.
     pub fn new(
+        c1: SealCommitPhase1Output,
+        prover_id: [u8; 32],
+        sector_id: SectorId,
+    ) -> Result<Self, CircuitError> {
+        super::refusing_panics("c1", || Self::checked(c1, prover_id, sector_id))
+    }
+
+    fn checked(
         c1: SealCommitPhase1Output,
         prover_id: [u8; 32],
         sector_id: SectorId,

@@ -96,12 +96,14 @@ impl PoStJob {
                 format!("{partition_index} is beyond the {MAX_WINDOW_PARTITIONS} partitions a deadline can hold"),
             ));
         }
-        let (sectors, circuit) = with_shape!(
-            u64::from(registered_proof.sector_size()),
-            typed_window,
-            &req,
-            partition_index,
-        )?;
+        let (sectors, circuit) = super::refusing_panics("vanilla_proofs", || {
+            with_shape!(
+                u64::from(registered_proof.sector_size()),
+                typed_window,
+                &req,
+                partition_index,
+            )
+        })?;
         Ok(req.into_job(ProofKind::WindowPost, sectors, circuit))
     }
 
@@ -119,11 +121,13 @@ impl PoStJob {
             prover_id,
             vanilla_proofs,
         )?;
-        let (sectors, circuit) = with_shape!(
-            u64::from(registered_proof.sector_size()),
-            typed_winning,
-            &req,
-        )?;
+        let (sectors, circuit) = super::refusing_panics("vanilla_proofs", || {
+            with_shape!(
+                u64::from(registered_proof.sector_size()),
+                typed_winning,
+                &req,
+            )
+        })?;
         Ok(req.into_job(ProofKind::WinningPost, sectors, circuit))
     }
 

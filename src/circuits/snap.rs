@@ -74,14 +74,16 @@ impl SnapDeals {
             d_new: domain("comm_d_new", &comm_d_new)?,
         };
         let config = SectorUpdateConfig::from_porep_config(&registered_proof.as_v1_config());
-        let circuit = with_shape!(
-            u64::from(config.sector_size),
-            typed,
-            registered_proof,
-            &config,
-            vanilla_proofs,
-            &commitments,
-        )?;
+        let circuit = super::refusing_panics("vanilla_proofs", || {
+            with_shape!(
+                u64::from(config.sector_size),
+                typed,
+                registered_proof,
+                &config,
+                vanilla_proofs,
+                &commitments,
+            )
+        })?;
         Ok(SnapDeals {
             registered_proof,
             circuit,

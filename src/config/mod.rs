@@ -137,6 +137,10 @@ pub struct ApiConfig {
     /// A connection with no byte read or written for this long is closed (seconds). A
     /// long-poll (`?wait=`) is answered before it.
     pub idle_timeout_secs: u64,
+    /// Request bodies read and checked at once, bytes (their declared lengths; at least
+    /// `max_body_bytes`): a body past it, or one whose reading does not fit the memory budget,
+    /// is answered 503 with Retry-After before a byte of it is read.
+    pub max_inflight_body_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -201,6 +205,7 @@ impl Default for ApiConfig {
             token_file: String::new(),
             max_connections: 256,
             idle_timeout_secs: 330,
+            max_inflight_body_bytes: 1 << 30,
         }
     }
 }
@@ -251,6 +256,7 @@ pub struct Settings {
     pub max_queued_jobs: usize,
     pub max_connections: usize,
     pub idle_timeout: Duration,
+    pub max_inflight_body_bytes: u64,
     pub data_dir: PathBuf,
     /// Where PCE files are kept: `<data_dir>/pce`.
     pub pce_dir: PathBuf,
@@ -348,6 +354,9 @@ impl Config {
         positive("api.max_body_bytes", self.api.max_body_bytes)?;
         positive("api.max_queued_jobs", self.api.max_queued_jobs as u64)?;
         positive("api.max_connections", self.api.max_connections as u64)?;
+        if self.api.max_inflight_body_bytes < self.api.max_body_bytes {
+            bail!("key api.max_inflight_body_bytes: must be at least api.max_body_bytes");
+        }
         if self.api.idle_timeout_secs < 2 {
             bail!("key api.idle_timeout_secs: must be at least 2");
         }
@@ -383,6 +392,7 @@ impl Config {
             max_queued_jobs: self.api.max_queued_jobs,
             max_connections: self.api.max_connections,
             idle_timeout: Duration::from_secs(self.api.idle_timeout_secs),
+            max_inflight_body_bytes: self.api.max_inflight_body_bytes,
             data_dir: self.jobs.data_dir.clone(),
             pce_dir: self.jobs.data_dir.join("pce"),
             kernel_dir: self.jobs.data_dir.join("kernels"),

@@ -13,9 +13,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use bellperson::groth16::PreparedVerifyingKey;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand::rngs::OsRng;
@@ -29,6 +30,7 @@ use super::sets::Loaded;
 use crate::circuits::{CircuitError, ProofJob, Through};
 use crate::config::Finish;
 use crate::groth16::{prove_start, Backend, CpuBackend, Proof, ProveError};
+use crate::jobs::JobError;
 use crate::memory::{Admission, Lease, PinnedPool, Reservation};
 use crate::metrics::Metrics;
 use crate::pce::{HoldsPce, Pce, Synthesized};
@@ -93,6 +95,9 @@ pub struct Partitions<'a> {
     /// (`pooled_sizes`; on the heap, where none is lent, the room they are given).
     pub pool: Option<&'a Arc<PinnedPool>>,
     pub pooled: [usize; 4],
+    /// Verify each partition's proof against its own public inputs with the set's verifying
+    /// key (a rehearsal's set of random bases has none to verify with).
+    pub check: bool,
 }
 
 /// A partition let in: its reservation (`estimate`, less what `lease` lends) for the path
@@ -112,6 +117,8 @@ struct Run<'r> {
     /// The job's PCE, until a partition finds it wrong.
     pce: Mutex<Option<Arc<Loaded<Pce>>>>,
     on_wrong_pce: &'r (dyn Fn() + Sync),
+    /// The set's verifying key, prepared at the first partition proof checked.
+    pvk: OnceLock<PreparedVerifyingKey<Bls12>>,
     cancel: &'r AtomicBool,
     /// Set on cancellation and on the first failure: every partition stops at its next step.
     stop: AtomicBool,
@@ -120,6 +127,15 @@ struct Run<'r> {
 impl Run<'_> {
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst)
+    }
+
+    /// Whether `proof` verifies against `inputs` (ONE first) with the set's verifying key.
+    fn verifies(&self, proof: &Proof<Bls12>, inputs: &[Scalar]) -> bool {
+        let pvk = self
+            .pvk
+            .get_or_init(|| bellperson::groth16::prepare_verifying_key(&self.srs.vk));
+        bellperson::groth16::verify_proof(pvk, proof, inputs.get(1..).unwrap_or_default())
+            .unwrap_or(false)
     }
 }
 
@@ -142,6 +158,7 @@ impl Partitions<'_> {
             srs,
             pce: Mutex::new(pce),
             on_wrong_pce,
+            pvk: OnceLock::new(),
             cancel,
             stop: AtomicBool::new(false),
         };
@@ -415,6 +432,7 @@ impl Partitions<'_> {
         let failed = |e| internal(format!("partition {k}: {e}"));
         let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
         let with_b_g2 = self.finish == Finish::Held;
+        let inputs = synth.inputs().to_vec();
         let mut again = None;
         let started = match prove_start(self.backend(&slot), run.srs, synth, r, s, with_b_g2) {
             // The prover found rows of the compact witness unsatisfied: the PCE is wrong for
@@ -434,8 +452,9 @@ impl Partitions<'_> {
         }
         .map_err(failed)?;
         // Split: the next partition's device work starts now, beside this one's finish.
+        let prover = self.backend(&slot);
         let finisher: &dyn Backend = match self.finish {
-            Finish::Held | Finish::Prover => self.backend(&slot),
+            Finish::Held | Finish::Prover => prover,
             Finish::Cpu => &CpuBackend,
         };
         let slot = if self.finish == Finish::Held {
@@ -455,12 +474,71 @@ impl Partitions<'_> {
         reservation.shrink_to(left as u64);
         let (proof, timings) = started.finish(finisher, run.srs).map_err(failed)?;
         drop((entry, slot, reservation, again));
+        let proof = self.checked(run, k, proof, &inputs, prover)?;
         let secs = timings.total.as_secs_f64();
         self.metrics
             .prove_seconds
             .with_label_values(&[kind])
             .observe(secs);
         Ok((proof, secs))
+    }
+
+    /// Partition `k`'s `proof`, made by `prover`, if it verifies against the partition's own
+    /// public `inputs` (or nothing is checked). Else it is counted and the partition is
+    /// synthesized again and proved once more on the other backend (the CPU for a GPU; the CPU
+    /// again where it is the only one): a proof that fails twice fails the job.
+    fn checked(
+        &self,
+        run: &Run<'_>,
+        k: usize,
+        proof: Proof<Bls12>,
+        inputs: &[Scalar],
+        prover: &dyn Backend,
+    ) -> Result<Proof<Bls12>, Ending> {
+        if !self.check || run.verifies(&proof, inputs) {
+            return Ok(proof);
+        }
+        let kind = run.job.kind().as_str();
+        let wrong = |backend: &dyn Backend| {
+            self.metrics
+                .wrong_partition_proofs
+                .with_label_values(&[kind, backend.name()])
+                .inc();
+        };
+        wrong(prover);
+        let other: &dyn Backend = match prover.name() {
+            "cpu" => self
+                .backends
+                .iter()
+                .map(|b| b.as_ref())
+                .find(|b| b.name() != "cpu")
+                .unwrap_or(&CpuBackend),
+            _ => &CpuBackend,
+        };
+        tracing::error!(
+            partition = k,
+            backend = prover.name(),
+            again_on = other.name(),
+            "a partition's proof does not verify against its public inputs: proved once more"
+        );
+        let (synth, reservation) = self.full_again(run, k)?;
+        let (r, s) = (Scalar::random(&mut OsRng), Scalar::random(&mut OsRng));
+        let (proof, _) = prove_start(other, run.srs, synth, r, s, true)
+            .and_then(|started| started.finish(other, run.srs))
+            .map_err(|e| internal(format!("partition {k}: {e}")))?;
+        drop(reservation);
+        if run.verifies(&proof, inputs) {
+            return Ok(proof);
+        }
+        wrong(other);
+        Err(Ending::Failed(JobError {
+            kind: "wrong-proof".into(),
+            detail: format!(
+                "partition {k}'s proof does not verify against its public inputs, made on {} and again on {}",
+                prover.name(),
+                other.name()
+            ),
+        }))
     }
 
     /// The backend prover slot `slot` proves on.
@@ -658,11 +736,15 @@ mod tests {
         calls: AtomicUsize,
         /// Says it computes a, b and c of every PCE (it does, on the host: a device's part).
         evaluates: bool,
+        /// Its first this many sums of B in G2 are off by the generator (a faulty device's
+        /// wrong proofs).
+        wrong: AtomicUsize,
+        name: &'static str,
     }
 
     impl Backend for SlowG2 {
         fn name(&self) -> &'static str {
-            "cpu"
+            self.name
         }
         fn h_coefficients(
             &self,
@@ -693,7 +775,13 @@ mod tests {
             scalars: &[Scalar],
         ) -> Result<(G2Projective, MsmStats), ProveError> {
             let start = Instant::now();
-            let sum = CpuBackend.msm_g2(bases, scalars);
+            let mut sum = CpuBackend.msm_g2(bases, scalars);
+            let faulty = self
+                .wrong
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            if let (Ok(_), Ok((sum, _))) = (faulty, &mut sum) {
+                *sum += <blstrs::G2Projective as group::Group>::generator();
+            }
             std::thread::sleep(self.g2);
             lock(&self.log).push(("g2", 0, start, Instant::now()));
             sum
@@ -741,6 +829,8 @@ mod tests {
         heap_bytes: u64,
         /// Times the run reported its PCE wrong.
         wrong_pce: usize,
+        /// Partition proofs that did not verify, made by the fake GPU and by the CPU.
+        wrong_proofs: [u64; 2],
         /// Partitions synthesized as a compact witness (`cuzk_syntheses_total`).
         compact_syntheses: u64,
     }
@@ -780,13 +870,45 @@ mod tests {
         cancel_after: Option<Duration>,
         pool: Option<&Arc<PinnedPool>>,
     ) -> Outcome {
-        run_through(bench, job, depth, finish, cancel_after, pool, None)
+        run_through(
+            bench,
+            job,
+            depth,
+            finish,
+            cancel_after,
+            pool,
+            Setup::default(),
+        )
     }
 
     /// A run given a PCE, with a backend that computes a, b and c itself, under `budget`.
     struct Compact {
         pce: Pce,
         budget: u64,
+    }
+
+    /// What a run is given beyond its job: a PCE and budget ([`Compact`]), and how many of its
+    /// backend's proofs are wrong (a fake faulty GPU).
+    #[derive(Default)]
+    struct Setup {
+        compact: Option<Compact>,
+        wrong: usize,
+    }
+
+    impl Setup {
+        fn compact(compact: Compact) -> Setup {
+            Setup {
+                compact: Some(compact),
+                wrong: 0,
+            }
+        }
+
+        fn wrong_proofs(wrong: usize) -> Setup {
+            Setup {
+                compact: None,
+                wrong,
+            }
+        }
     }
 
     /// `run_with`, the job's run given `compact`'s PCE (loaded) and a backend that says it
@@ -798,8 +920,9 @@ mod tests {
         finish: Finish,
         cancel_after: Option<Duration>,
         pool: Option<&Arc<PinnedPool>>,
-        compact: Option<Compact>,
+        setup: Setup,
     ) -> Outcome {
+        let Setup { compact, wrong } = setup;
         let log = job.log.clone();
         let leased_before = pool.map(|p| p.status().leased_bytes);
         let metrics = Metrics::new();
@@ -813,6 +936,8 @@ mod tests {
             log: log.clone(),
             calls: AtomicUsize::new(0),
             evaluates: pce.is_some(),
+            wrong: AtomicUsize::new(wrong),
+            name: if wrong > 0 { "fake-gpu" } else { "cpu" },
         })];
         let pce = pce.map(|pce| loaded(&admission, pce));
         let wrong_pce = AtomicUsize::new(0);
@@ -831,6 +956,7 @@ mod tests {
             },
             pool,
             pooled: crate::engine::pooled_sizes(&bench.srs),
+            check: true,
         };
         let cancel = AtomicBool::new(false);
         let mut reports = Vec::new();
@@ -875,6 +1001,12 @@ mod tests {
                 .with_label_values(&["porep-c2", "heap"])
                 .get(),
             wrong_pce: wrong_pce.load(Ordering::SeqCst),
+            wrong_proofs: ["fake-gpu", "cpu"].map(|b| {
+                metrics
+                    .wrong_partition_proofs
+                    .with_label_values(&["porep-c2", b])
+                    .get()
+            }),
             compact_syntheses: metrics
                 .syntheses
                 .with_label_values(&["porep-c2", "compact"])
@@ -921,7 +1053,15 @@ mod tests {
                 pce,
                 budget: 1 << 40,
             };
-            let out = run_through(&bench, job, 2, Finish::Prover, None, None, Some(compact));
+            let out = run_through(
+                &bench,
+                job,
+                2,
+                Finish::Prover,
+                None,
+                None,
+                Setup::compact(compact),
+            );
             assert!(out.result.is_ok(), "the job failed");
             assert_eq!(out.wrong_pce, wrong, "the wrong PCE reported once");
             if wrong == 0 {
@@ -954,7 +1094,15 @@ mod tests {
         let pce = crate::pce::record(circuit(99)).unwrap();
         let budget = pce.bytes() + (3 << 20) / 2;
         let compact = Compact { pce, budget };
-        let out = run_through(&bench, job, 2, Finish::Prover, None, None, Some(compact));
+        let out = run_through(
+            &bench,
+            job,
+            2,
+            Finish::Prover,
+            None,
+            None,
+            Setup::compact(compact),
+        );
         assert!(out.result.is_ok(), "the job failed");
         let synthesis: Vec<_> = out
             .log
@@ -1100,6 +1248,57 @@ mod tests {
             synthesized.iter().all(|&k| k < 4),
             "partitions synthesized after the failure: {synthesized:?}"
         );
+    }
+
+    /// A job on a (fake) GPU that makes two wrong proofs: each is caught by its partition's
+    /// check, counted against the GPU, and made again on the CPU; the job's proofs verify.
+    #[test]
+    fn a_wrong_partition_proof_is_caught_counted_and_made_again_on_the_cpu_fake_faulty_gpu() {
+        let bench = bench();
+        let job = SyntheticJob {
+            partitions: 4,
+            fails: None,
+            pce: None,
+            log: Arc::default(),
+        };
+        let out = run_through(
+            &bench,
+            job,
+            2,
+            Finish::Held,
+            None,
+            None,
+            Setup::wrong_proofs(2),
+        );
+        let Ok(proofs) = out.result else {
+            panic!("every partition is proved");
+        };
+        assert_eq!(proofs.len(), 4);
+        assert_eq!(out.wrong_proofs, [2, 0]);
+    }
+
+    /// A set whose verifying key is not its bases' (no proof of it can verify): the first
+    /// partition's proof fails on the prover and again on the CPU, and the job fails as
+    /// `wrong-proof`, never with a proof.
+    #[test]
+    fn a_proof_wrong_on_both_backends_fails_the_job_as_a_wrong_proof() {
+        let mut bench = bench();
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let other = generate_random_parameters::<Bls12, _, _>(circuit(0), &mut rng).unwrap();
+        bench.srs.vk = other.vk;
+        let out = run(&bench, 3, None, 1, Finish::Prover, None);
+        match out.result {
+            Err(Ending::Failed(e)) => {
+                assert_eq!(e.kind, "wrong-proof");
+                assert!(
+                    e.detail.contains("made on cpu and again on cpu"),
+                    "{}",
+                    e.detail
+                );
+            }
+            other => panic!("the job must fail as a wrong proof: {:?}", other.is_ok()),
+        }
+        assert!(out.wrong_proofs[1] >= 2, "{:?}", out.wrong_proofs);
     }
 
     #[test]

@@ -299,6 +299,7 @@ impl Inner {
             estimates,
             pool: self.proving.pool.as_ref(),
             pooled: super::pooled_sizes(srs),
+            check: !self.rehearsing(),
         };
         let circuit = proof_job.circuit_id();
         let proofs = partitions.prove(

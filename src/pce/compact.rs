@@ -124,6 +124,14 @@ impl Synthesized {
         }
     }
 
+    /// The public inputs, ONE first.
+    pub fn inputs(&self) -> &[Scalar] {
+        match self {
+            Synthesized::Full(p) => &p.inputs,
+            Synthesized::Compact(p) => &p.inputs,
+        }
+    }
+
     /// Bytes of lent memory (the page-locked pool's buffers) held.
     pub fn lent_bytes(&self) -> usize {
         match self {

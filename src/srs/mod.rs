@@ -131,9 +131,14 @@ impl Srs {
                 ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
             }
         };
+        Srs::decode(id, path, &map)
+    }
+
+    /// Decodes the bytes of a `.params` file (`path` names it in errors).
+    pub fn decode(id: SrsId, path: &Path, bytes: &[u8]) -> Result<Srs, SrsError> {
         let mut r = Reader {
             path,
-            bytes: &map,
+            bytes,
             pos: 0,
         };
         let vk = r.vk()?;
@@ -164,23 +169,8 @@ impl Srs {
         let file = File::open(path).map_err(io)?;
         // SAFETY: as in `read`: parameter files are never modified in place.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        let mut r = Reader {
-            path,
-            bytes: &map,
-            pos: 0,
-        };
-        r.take("vk", VK_FIXED_BYTES)?;
-        let inputs = r.count("vk.ic")?;
-        r.take("vk.ic", inputs.saturating_mul(G1_BYTES))?;
-        let mut lengths = [0; 4];
-        for (n, section) in lengths.iter_mut().zip(["h", "l", "a", "b_g1"]) {
-            *n = r.count(section)?;
-            r.take(section, n.saturating_mul(G1_BYTES))?;
-        }
-        let [h, l, a, b] = lengths;
-        Ok(SrsShape { inputs, h, l, a, b })
+        SrsShape::decode(path, &map)
     }
-
     /// Heap bytes of the decoded points.
     pub fn heap_bytes(&self) -> usize {
         let g1 = std::mem::size_of::<G1Affine>();
@@ -195,14 +185,41 @@ pub fn read_verifying_key(path: &Path) -> Result<VerifyingKey<Bls12>, SrsError> 
         path: path.to_owned(),
         source,
     })?;
+    decode_verifying_key(path, &bytes)
+}
+
+/// Decodes the bytes of a `.vk` file (`path` names it in errors).
+pub fn decode_verifying_key(path: &Path, bytes: &[u8]) -> Result<VerifyingKey<Bls12>, SrsError> {
     let mut r = Reader {
         path,
-        bytes: &bytes,
+        bytes,
         pos: 0,
     };
     let vk = r.vk()?;
     r.finish()?;
     Ok(vk)
+}
+
+impl SrsShape {
+    /// The section lengths in the bytes of a `.params` file, from its counts alone (no point
+    /// decoded; `path` names it in errors).
+    pub fn decode(path: &Path, bytes: &[u8]) -> Result<SrsShape, SrsError> {
+        let mut r = Reader {
+            path,
+            bytes,
+            pos: 0,
+        };
+        r.take("vk", VK_FIXED_BYTES)?;
+        let inputs = r.count("vk.ic")?;
+        r.take("vk.ic", inputs.saturating_mul(G1_BYTES))?;
+        let mut lengths = [0; 4];
+        for (n, section) in lengths.iter_mut().zip(["h", "l", "a", "b_g1"]) {
+            *n = r.count(section)?;
+            r.take(section, n.saturating_mul(G1_BYTES))?;
+        }
+        let [h, l, a, b] = lengths;
+        Ok(SrsShape { inputs, h, l, a, b })
+    }
 }
 
 struct Reader<'a> {
