@@ -41,20 +41,13 @@ pub struct App {
     reading: AtomicU64,
 }
 
-/// Budget bytes held per body byte while a request is read and checked: the body, its stored
-/// canonical form and the values parsed from it (two concurrent 48 MB bodies raised peak RSS
-/// 2.05x their bytes: docs/measurements/2026-12-07-reliability/bodies.log).
-const READ_COST: u64 = 3;
-
 /// When a client whose body found no room should send it again.
 const BODY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// A body's room while it is read and checked: its bytes under `api.max_inflight_body_bytes`
-/// and [`READ_COST`] times them held from the memory budget.
+/// A body's room under `api.max_inflight_body_bytes` while it is read and checked.
 struct Reading {
     app: Arc<App>,
     bytes: u64,
-    _hold: Option<crate::memory::Hold>,
 }
 
 impl Drop for Reading {
@@ -104,31 +97,21 @@ impl App {
     }
 
     /// Lets a body of `bytes` be read and checked if the bodies being read now leave room for
-    /// it under `api.max_inflight_body_bytes` and the memory budget has [`READ_COST`] times its
-    /// bytes free; else a 503 that says when to try again. The room is given back when the
-    /// returned guard is dropped (the request answered).
+    /// it under `api.max_inflight_body_bytes`; else a 503 that says when to try again. The room
+    /// is given back when the returned guard is dropped (the request answered).
     fn admit_body(self: &Arc<Self>, bytes: u64) -> Result<Reading, Problem> {
         let cap = self.settings.max_inflight_body_bytes;
         let before = self.reading.fetch_add(bytes, Ordering::SeqCst);
-        let mut reading = Reading {
+        let reading = Reading {
             app: self.clone(),
             bytes,
-            _hold: None,
         };
-        let busy = |detail: String| Problem::unavailable(detail).retry_after(BODY_RETRY);
         if before + bytes > cap {
-            return Err(busy(format!(
+            return Err(Problem::unavailable(format!(
                 "{before} bytes of other requests are being read (api.max_inflight_body_bytes = {cap}); send this one again shortly"
-            )));
-        }
-        let hold = self
-            .engine
-            .hold_for_request(bytes.saturating_mul(READ_COST));
-        reading._hold = Some(hold.ok_or_else(|| {
-            busy(format!(
-                "the memory budget has no room to read a body of {bytes} bytes now; send it again shortly"
             ))
-        })?);
+            .retry_after(BODY_RETRY));
+        }
         Ok(reading)
     }
 

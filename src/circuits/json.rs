@@ -166,6 +166,26 @@ mod tests {
         }
     }
 
+    /// Found by fuzzing: an integer past 64 bits is read as the nearest f64 and written in
+    /// exponent form; without correctly rounded parsing (serde_json's `float_roundtrip`) that
+    /// text read again was another f64, and the canonical form of a canonical form differed.
+    #[test]
+    fn the_canonical_form_of_a_canonical_form_is_itself() {
+        for text in [
+            r#"{"n": 9133333333333333333333333333333333333333333}"#,
+            r#"{"f": [0.1, 2.2250738585072014e-308, 1.7976931348623157e308, 123456789.12345678]}"#,
+            r#"{"m": -91333333333333333333333333.333333e-3, "s": "x"}"#,
+        ] {
+            let once = canonical_object(&object(text.as_bytes()).unwrap()).unwrap();
+            let twice = canonical_object(&object(&once).unwrap()).unwrap();
+            assert_eq!(
+                String::from_utf8(twice).unwrap(),
+                String::from_utf8(once).unwrap(),
+                "{text}"
+            );
+        }
+    }
+
     #[test]
     fn bodies_that_are_not_objects_are_told_apart_from_bodies_that_are_not_json() {
         assert!(matches!(object(b"[1, 2]"), Err(NotObject::NotAnObject)));

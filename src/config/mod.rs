@@ -138,8 +138,8 @@ pub struct ApiConfig {
     /// long-poll (`?wait=`) is answered before it.
     pub idle_timeout_secs: u64,
     /// Request bodies read and checked at once, bytes (their declared lengths; at least
-    /// `max_body_bytes`): a body past it, or one whose reading does not fit the memory budget,
-    /// is answered 503 with Retry-After before a byte of it is read.
+    /// `max_body_bytes`): a body past it is answered 503 with Retry-After before a byte of it
+    /// is read.
     pub max_inflight_body_bytes: u64,
 }
 

@@ -291,13 +291,6 @@ impl Engine {
         Duration::from_secs_f64(secs.clamp(1.0, 600.0))
     }
 
-    /// Sets `bytes` aside from the memory budget for a request being read and checked, if
-    /// they fit now; given back when the hold is dropped.
-    pub fn hold_for_request(&self, bytes: u64) -> Option<crate::memory::Hold> {
-        let admission = &self.inner.proving.admission;
-        admission.try_hold(crate::memory::Purpose::Requests, bytes)
-    }
-
     pub fn get(&self, id: &str) -> Option<JobRecord> {
         let job = self.inner.queue.lock().jobs.get(id).cloned()?;
         let record = lock(&job.record).clone();

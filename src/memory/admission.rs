@@ -39,18 +39,15 @@ pub enum Purpose {
     Locked,
     /// The page-locked pool partitions' vectors are lent from (`PinnedPool`).
     PinnedPool,
-    /// Request bodies being read and checked.
-    Requests,
 }
 
 impl Purpose {
-    pub const ALL: [Purpose; 6] = [
+    pub const ALL: [Purpose; 5] = [
         Purpose::Parameters,
         Purpose::Pce,
         Purpose::PceExtraction,
         Purpose::Locked,
         Purpose::PinnedPool,
-        Purpose::Requests,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -60,7 +57,6 @@ impl Purpose {
             Purpose::PceExtraction => "pce-extraction",
             Purpose::Locked => "locked",
             Purpose::PinnedPool => "pinned-pool",
-            Purpose::Requests => "requests",
         }
     }
 }
