@@ -143,28 +143,10 @@ pub fn params(data: &[u8]) -> bool {
 /// A PCE file: as it is, and with its two checksums made good (so that what lies behind them
 /// is reached), loaded as the store loads one.
 pub fn pce(data: &[u8]) -> bool {
+    // Asked for what the file's own header names, so that the fuzzer's files can match.
     let load = |bytes: &[u8]| {
-        let Ok(mut map) = memmap2::MmapMut::map_anon(bytes.len().max(1)) else {
-            return false;
-        };
-        map[..bytes.len()].copy_from_slice(bytes);
-        let Ok(map) = map.make_read_only() else {
-            return false;
-        };
-        // The id and hash in the file's own header (the id's length at 152, the id after it,
-        // the hash at 16), so that the fuzzer's files can match what they are asked for.
-        let id_len = bytes
-            .get(152..154)
-            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
-        let id = bytes
-            .get(154..154 + usize::from(id_len))
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .unwrap_or_default();
-        let hash: [u8; 32] = bytes
-            .get(16..48)
-            .and_then(|h| h.try_into().ok())
-            .unwrap_or_default();
-        crate::pce::file::from_map(map, id, &hash).is_ok()
+        let (id, hash) = crate::pce::file::claimed_identity(bytes);
+        crate::pce::file::from_bytes(bytes, &id, &hash).is_ok()
     };
     let as_is = load(data);
     let mut sealed = data.to_vec();

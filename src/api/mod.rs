@@ -212,6 +212,11 @@ async fn front_door(
         }
         _ => false,
     };
+    // A body to read: its declared length, or the largest accepted where none is declared.
+    let body_bytes = declared.unwrap_or(match method == axum::http::Method::POST {
+        true => app.settings.max_body_bytes as u64,
+        false => 0,
+    });
     let response = match declared {
         _ if refused => {
             let mut r = Problem::new(
@@ -230,20 +235,14 @@ async fn front_door(
         Some(n) if n > app.settings.max_body_bytes as u64 => {
             Problem::body_too_large(app.settings.max_body_bytes).into_response()
         }
-        // A body to read: its declared length, or the largest accepted where none is declared.
-        _ => match declared.unwrap_or(match method == axum::http::Method::POST {
-            true => app.settings.max_body_bytes as u64,
-            false => 0,
-        }) {
-            0 => next.run(request).await,
-            bytes => match app.admit_body(bytes) {
-                Ok(reading) => {
-                    let response = next.run(request).await;
-                    drop(reading);
-                    response
-                }
-                Err(busy) => busy.into_response(),
-            },
+        _ if body_bytes == 0 => next.run(request).await,
+        _ => match app.admit_body(body_bytes) {
+            Ok(reading) => {
+                let response = next.run(request).await;
+                drop(reading);
+                response
+            }
+            Err(busy) => busy.into_response(),
         },
     };
     let (status, ms) = (

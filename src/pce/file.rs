@@ -34,6 +34,12 @@ const HEADER_LEN: usize = 4096;
 const ALIGN: usize = 64;
 const CHUNK: usize = 16 << 20;
 const MAX_ID: usize = 256;
+/// Where the header holds the circuit definition's hash (after magic, version, header length),
+/// the body checksum (after the hash, eight counts and the body length) and the circuit id's
+/// length (the id follows it), as `encode` writes them in order.
+const HASH_AT: usize = 8 + 4 + 4;
+const CHECKSUM_AT: usize = HASH_AT + 32 + 8 * 8 + 8;
+const ID_LEN_AT: usize = CHECKSUM_AT + 32;
 
 /// Why a PCE file was not loaded. Every case but `Missing` means the file is discarded and
 /// made again.
@@ -401,6 +407,14 @@ pub fn load(path: &Path, id: &str, hash: &[u8; 32]) -> Result<Pce, FileError> {
     from_map(map, id, hash)
 }
 
+/// The PCE of circuit `id` (whose definition hashes to `hash`) in `bytes`, a PCE file's
+/// contents, copied into memory of its own and checked as [`load`] checks a file.
+pub fn from_bytes(bytes: &[u8], id: &str, hash: &[u8; 32]) -> Result<Pce, FileError> {
+    let mut map = memmap2::MmapMut::map_anon(bytes.len().max(1))?;
+    map[..bytes.len()].copy_from_slice(bytes);
+    from_map(map.make_read_only()?, id, hash)
+}
+
 /// The PCE of circuit `id` (whose definition hashes to `hash`) in the mapped bytes of a PCE
 /// file, checked as [`load`] checks a file.
 pub fn from_map(map: memmap2::Mmap, id: &str, hash: &[u8; 32]) -> Result<Pce, FileError> {
@@ -474,12 +488,27 @@ pub fn reseal(bytes: &mut [u8]) {
         return;
     }
     let body = checksum(&bytes[HEADER_LEN..]);
-    // The body checksum's place: magic, version, header length, hash, eight counts and the
-    // body length come first.
-    let at = 8 + 4 + 4 + 32 + 8 * 8 + 8;
-    bytes[at..at + 32].copy_from_slice(&body);
+    bytes[CHECKSUM_AT..CHECKSUM_AT + 32].copy_from_slice(&body);
     let digest = Sha256::digest(&bytes[..HEADER_LEN - 32]);
     bytes[HEADER_LEN - 32..HEADER_LEN].copy_from_slice(&digest);
+}
+
+/// The circuit id and definition hash the header of `bytes` names, read without checking
+/// anything (empty where the bytes do not reach them): what a fuzzed file claims to be.
+#[doc(hidden)]
+pub fn claimed_identity(bytes: &[u8]) -> (String, [u8; 32]) {
+    let id_len = bytes
+        .get(ID_LEN_AT..ID_LEN_AT + 2)
+        .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+    let id = bytes
+        .get(ID_LEN_AT + 2..ID_LEN_AT + 2 + id_len)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .unwrap_or_default();
+    let hash = bytes
+        .get(HASH_AT..HASH_AT + 32)
+        .and_then(|h| h.try_into().ok())
+        .unwrap_or_default();
+    (id.to_owned(), hash)
 }
 
 /// Offsets ascending and ending at nnz, every column and coefficient index in range: what the
@@ -712,9 +741,8 @@ mod tests {
         let mut damaged = good.clone();
         damaged[layout.coefficients.start] ^= 0x10;
         reseal(&mut damaged);
-        let mut map = memmap2::MmapMut::map_anon(damaged.len()).unwrap();
-        map.copy_from_slice(&damaged);
-        let err = from_map(map.make_read_only().unwrap(), "syn", &HASH).unwrap_err();
+        assert_eq!(claimed_identity(&damaged), ("syn".to_owned(), HASH));
+        let err = from_bytes(&damaged, "syn", &HASH).unwrap_err();
         assert!(
             matches!(err, FileError::Corrupt(ref w) if !w.contains("checksum")),
             "{err}"

@@ -171,6 +171,7 @@ impl Srs {
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
         SrsShape::decode(path, &map)
     }
+
     /// Heap bytes of the decoded points.
     pub fn heap_bytes(&self) -> usize {
         let g1 = std::mem::size_of::<G1Affine>();
