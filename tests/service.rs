@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -13,9 +12,6 @@ use std::time::{Duration, Instant};
 
 use common::server::*;
 use common::*;
-use cuzk::circuits::samples::{post_proofs, randomness, seal, winning_post_request, SealedSector};
-use cuzk::circuits::{prover_id_from_miner, ProofRequest};
-use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 use serde_json::{json, Value};
 
 /// The tests here prove real PoReps; one at a time keeps each inside the machine's memory and
@@ -40,66 +36,6 @@ fn verify_porep(proof: &[u8]) {
         verify_sealed_porep(proof, sealed_c1().seed),
         "verify_seal rejected the served proof"
     );
-}
-
-/// Two sealed sectors and a WinningPoSt request over them, with its verifier.
-struct Winning {
-    _dir: tempfile::TempDir,
-    sectors: Vec<SealedSector>,
-    request: ProofRequest,
-    randomness: [u8; 32],
-}
-
-fn winning() -> Winning {
-    params_dir();
-    let dir = tempfile::tempdir().unwrap();
-    let sectors: Vec<_> = (1..=2)
-        .map(|i| {
-            let d = dir.path().join(format!("s{i}"));
-            std::fs::create_dir_all(&d).unwrap();
-            seal(PROOF, MINER_ID, i, i, false, &d).unwrap()
-        })
-        .collect();
-    let rand = randomness(40);
-    let request = winning_post_request(&sectors, MINER_ID, rand).unwrap();
-    Winning {
-        _dir: dir,
-        sectors,
-        request,
-        randomness: rand,
-    }
-}
-
-impl Winning {
-    fn body(&self, id: &str) -> Value {
-        let mut v = serde_json::to_value(&self.request).unwrap();
-        v["id"] = json!(id);
-        v
-    }
-
-    fn verify(&self, proof: &[u8]) {
-        let (winning, _) = post_proofs(PROOF).unwrap();
-        let ProofRequest::WinningPost(r) = &self.request else {
-            unreachable!()
-        };
-        let challenged = SectorId::from(u64::from_le_bytes(
-            r.vanilla_proofs[0].0[..8].try_into().unwrap(),
-        ));
-        let replicas: BTreeMap<_, _> = self
-            .sectors
-            .iter()
-            .filter(|s| s.sector_id == challenged)
-            .map(|s| (s.sector_id, PublicReplicaInfo::new(winning, s.comm_r)))
-            .collect();
-        let ok = filecoin_proofs_api::post::verify_winning_post(
-            &self.randomness,
-            proof,
-            &replicas,
-            prover_id_from_miner(MINER_ID),
-        )
-        .unwrap();
-        assert!(ok, "verify_winning_post rejected the served proof");
-    }
 }
 
 fn scrape(server: &Server) -> prometheus_parse::Scrape {

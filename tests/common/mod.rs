@@ -3,12 +3,16 @@
 
 pub mod server;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use cuzk::circuits::samples::{post_proofs, randomness, seal, winning_post_request, SealedSector};
+use cuzk::circuits::{prover_id_from_miner, ProofRequest};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
-use filecoin_proofs_api::RegisteredSealProof;
+use filecoin_proofs_api::{PublicReplicaInfo, RegisteredSealProof, SectorId};
+use serde_json::{json, Value};
 
 pub const MINER_ID: u64 = 1000;
 pub const SECTOR_NUMBER: u64 = 7;
@@ -172,4 +176,64 @@ pub fn verify_sealed_porep(proof: &[u8], seed: [u8; 32]) -> bool {
         proof,
     )
     .unwrap()
+}
+
+/// Two sealed sectors and a WinningPoSt request over them, with its verifier.
+pub struct Winning {
+    _dir: tempfile::TempDir,
+    pub sectors: Vec<SealedSector>,
+    pub request: ProofRequest,
+    pub randomness: [u8; 32],
+}
+
+pub fn winning() -> Winning {
+    params_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let sectors: Vec<_> = (1..=2)
+        .map(|i| {
+            let d = dir.path().join(format!("s{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            seal(PROOF, MINER_ID, i, i, false, &d).unwrap()
+        })
+        .collect();
+    let rand = randomness(40);
+    let request = winning_post_request(&sectors, MINER_ID, rand).unwrap();
+    Winning {
+        _dir: dir,
+        sectors,
+        request,
+        randomness: rand,
+    }
+}
+
+impl Winning {
+    pub fn body(&self, id: &str) -> Value {
+        let mut v = serde_json::to_value(&self.request).unwrap();
+        v["id"] = json!(id);
+        v
+    }
+
+    pub fn verify(&self, proof: &[u8]) {
+        let (winning, _) = post_proofs(PROOF).unwrap();
+        let ProofRequest::WinningPost(r) = &self.request else {
+            unreachable!()
+        };
+        let challenged = SectorId::from(u64::from_le_bytes(
+            r.vanilla_proofs[0].0[..8].try_into().unwrap(),
+        ));
+        let replicas: BTreeMap<_, _> = self
+            .sectors
+            .iter()
+            .filter(|s| s.sector_id == challenged)
+            .map(|s| (s.sector_id, PublicReplicaInfo::new(winning, s.comm_r)))
+            .collect();
+        let ok = filecoin_proofs_api::post::verify_winning_post(
+            &self.randomness,
+            proof,
+            &replicas,
+            prover_id_from_miner(MINER_ID),
+        )
+        .unwrap();
+        assert!(ok, "verify_winning_post rejected the served proof");
+    }
 }

@@ -118,6 +118,18 @@ impl Server {
         args: &[&str],
         cgroup: Option<&Path>,
     ) -> Server {
+        let server = Server::launch(data, env, args, cgroup);
+        server.wait_ready();
+        server
+    }
+
+    /// `cuzk serve` started, not waited for.
+    pub fn launch(
+        data: &Path,
+        env: &[(&str, &str)],
+        args: &[&str],
+        cgroup: Option<&Path>,
+    ) -> Server {
         let port = free_port();
         let log = data.with_extension(format!("{port}.log"));
         let cuzk = env!("CARGO_BIN_EXE_cuzk");
@@ -150,14 +162,12 @@ impl Server {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("starting cuzk serve");
-        let server = Server {
+        Server {
             child,
             port,
             data: data.to_path_buf(),
             log,
-        };
-        server.wait_ready();
-        server
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -175,6 +185,26 @@ impl Server {
             std::thread::sleep(Duration::from_millis(100));
         }
         panic!("cuzk serve did not get ready: {}", self.log_text());
+    }
+
+    /// Waits until the service is ready (true) or has exited (false).
+    pub fn ready_or_exited(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return false;
+            }
+            if let Ok(r) = ureq::get(&self.url("/readyz")).call() {
+                if r.status() == 200 {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "cuzk serve neither got ready nor exited: {}",
+            self.log_text()
+        );
     }
 
     pub fn log_text(&self) -> String {
