@@ -505,9 +505,11 @@ fn with_a_token_file_every_request_on_tcp_needs_the_token_and_the_socket_does_no
     );
 }
 
-/// Issue 19 (connections): at `api.max_connections` the next connection waits unserved until
-/// one closes; a connection that sends nothing, or half a request, is closed after
-/// `api.idle_timeout_secs`; a long-poll is answered before that timeout.
+/// Issue 19 (connections): at `api.max_connections` the next connections are let in on a
+/// reserve kept for health checks (/healthz answered at once, anything else 503 with
+/// Retry-After); past the reserve the next waits unserved until one closes; a connection that
+/// sends nothing, or half a request, is closed after `api.idle_timeout_secs`; a long-poll is
+/// answered before that timeout.
 #[test]
 fn connections_past_the_cap_wait_and_idle_ones_are_closed() {
     let dir = tempfile::tempdir().unwrap();
@@ -515,15 +517,28 @@ fn connections_past_the_cap_wait_and_idle_ones_are_closed() {
         &dir.path().join("data"),
         &[
             ("CUZK_API__MAX_CONNECTIONS", "2"),
-            ("CUZK_API__IDLE_TIMEOUT_SECS", "3"),
+            ("CUZK_API__IDLE_TIMEOUT_SECS", "4"),
             ("CUZK_PROVING__WORKERS", "1"),
         ],
     );
+    // The readiness probe's kept-alive connection closed by the idle timeout first.
+    std::thread::sleep(Duration::from_millis(4500));
     let addr = format!("127.0.0.1:{}", server.port);
     let connect = || {
         let s = std::net::TcpStream::connect(&addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s
+    };
+    let ask = |path: &str| {
+        let mut c = connect();
+        let started = std::time::Instant::now();
+        c.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        c.read_to_end(&mut answer).unwrap();
+        (answer, started.elapsed())
     };
     // Both connections of the cap held: one silent, one with half a request.
     let silent = connect();
@@ -531,19 +546,32 @@ fn connections_past_the_cap_wait_and_idle_ones_are_closed() {
     slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let started = std::time::Instant::now();
-    let mut third = connect();
-    third
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut answer = Vec::new();
-    third.read_to_end(&mut answer).unwrap();
-    let waited = started.elapsed();
+    // Past the cap: health checks answered at once on the reserve, anything else refused.
+    let (answer, took) = ask("/healthz");
+    assert_eq!(parse_http_answer(&answer).0, 200);
+    assert!(
+        took < Duration::from_secs(1),
+        "/healthz took {took:?} at the cap"
+    );
+    let (answer, _) = ask("/v1/status");
+    let (status, content_type, body) = parse_http_answer(&answer);
+    assert_eq!(
+        (status, content_type.as_str()),
+        (503, "application/problem+json")
+    );
+    assert!(String::from_utf8_lossy(&body).contains("api.max_connections"));
+    let head = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(head.contains("retry-after: 1"), "{head}");
+    // The reserve held too: the next connection waits until the held ones time out.
+    let reserve: Vec<_> = (0..16).map(|_| connect()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (answer, waited) = ask("/healthz");
     assert_eq!(parse_http_answer(&answer).0, 200);
     assert!(
         waited >= Duration::from_secs(2),
         "served after {waited:?}, before the held connections timed out"
     );
+    drop(reserve);
     for (name, mut held) in [("silent", silent), ("half a request", slow)] {
         let mut rest = Vec::new();
         let closed = held.read_to_end(&mut rest);
@@ -618,37 +646,20 @@ fn two_concurrent_48_mb_bodies_raise_peak_rss_by_less_than_4x_their_bytes() {
     );
 }
 
-/// A preloaded library that makes every fsync and fdatasync of the process it is loaded into
-/// take `delay_ms` first (a slow disk where dm-delay or FUSE cannot be had), built with cc.
+/// A preloaded library (tests/shims/slowsync.c, built with cc) that makes every fsync and
+/// fdatasync of the process it is loaded into take `delay_ms` first (a slow disk where
+/// dm-delay or FUSE cannot be had).
 fn slow_sync_library(dir: &Path, delay_ms: u32) -> PathBuf {
-    let source = dir.join("slowsync.c");
-    std::fs::write(
-        &source,
-        format!(
-            r#"#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <unistd.h>
-static int (*real_fsync)(int);
-static int (*real_fdatasync)(int);
-int fsync(int fd) {{
-    if (!real_fsync) real_fsync = dlsym(RTLD_NEXT, "fsync");
-    usleep({delay_ms} * 1000);
-    return real_fsync(fd);
-}}
-int fdatasync(int fd) {{
-    if (!real_fdatasync) real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
-    usleep({delay_ms} * 1000);
-    return real_fdatasync(fd);
-}}
-"#
-        ),
-    )
-    .unwrap();
     let library = dir.join("slowsync.so");
     let built = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+        .arg(format!("-DCUZK_SLOW_SYNC_MS={delay_ms}"))
+        .arg("-o")
         .arg(&library)
-        .arg(&source)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/shims/slowsync.c"
+        ))
         .arg("-ldl")
         .status()
         .expect("cc (build-essential) builds the slow-disk library");
@@ -801,4 +812,41 @@ fn bodies_past_the_in_flight_cap_wait_with_503_and_retry_after_until_room_return
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// `cuzk bench load` at a small scale: every submission of its concurrency phase accepted and
+/// answered, the queue filled to its cap, every submission past it refused with 429 and a
+/// Retry-After, /healthz probed meanwhile (the figures themselves are the benchmark's, in
+/// docs/measurements).
+#[test]
+fn bench_load_fills_the_queue_and_every_submission_past_it_gets_429_with_retry_after() {
+    let params = params_dir();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["bench", "load", "--submissions", "12", "--concurrency", "6"])
+        .args(["--queued", "10", "--params-dir"])
+        .arg(&params)
+        .env("CUZK_LOG", "warn")
+        .env("CUZK_MEMORY__PINNED_BYTES", (64u64 << 20).to_string())
+        .output()
+        .expect("running cuzk bench load");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let phases = report["phases"].as_array().unwrap();
+    let concurrency = &phases[0]["result"];
+    assert_eq!(concurrency["statuses"], json!({"202": 12}), "{report}");
+    assert!(
+        concurrency["healthz_ms"]["count"].as_u64().unwrap() >= 1,
+        "{report}"
+    );
+    // The one worker may take or end a job while the phases run: counts by what the queue held.
+    let queue = &phases[1];
+    let count = |v: &Value, status: &str| v["statuses"][status].as_u64().unwrap_or(0);
+    assert!(count(&queue["fill"], "202") >= 10, "{report}");
+    let queued = queue["queued_after_fill"].as_u64().unwrap();
+    assert!((8..=10).contains(&queued), "{report}");
+    let past = &queue["past_the_cap"]["result"];
+    assert!(count(past, "429") >= 10, "{report}");
+    assert_eq!(count(past, "202") + count(past, "429"), 12, "{report}");
+    assert_eq!(past["refused_without_retry_after"], 0, "{report}");
+    assert_eq!(past["transport_errors"], 0, "{report}");
 }

@@ -1,7 +1,10 @@
-//! What a listener lets in: at most `api.max_connections` connections at once (the next waits
-//! in the kernel's backlog until one closes), each closed once no byte has gone either way for
-//! `api.idle_timeout_secs` (a client that connects and sends nothing, or a byte a minute,
-//! holds a connection for that long, not for ever).
+//! What a listener lets in: at most `api.max_connections` connections at once, and beyond them
+//! [`RESERVED_CONNECTIONS`] more kept for health checks (a connection let in on the reserve is
+//! answered only on /healthz, /readyz and /metrics: a monitor is not locked out by a flood of
+//! clients); past both the next waits in the kernel's backlog until one closes. Each
+//! connection is closed once no byte has gone either way for `api.idle_timeout_secs` (a client
+//! that connects and sends nothing, or a byte a minute, holds a connection for that long, not
+//! for ever).
 
 use std::future::Future;
 use std::io;
@@ -14,10 +17,14 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
+/// Connections beyond `api.max_connections` let in for health checks only.
+pub const RESERVED_CONNECTIONS: usize = 16;
+
 /// A listener whose connections are counted and time out when idle.
 pub struct Guarded<L> {
     inner: L,
     permits: Arc<Semaphore>,
+    reserve: Arc<Semaphore>,
     idle: Duration,
 }
 
@@ -26,7 +33,38 @@ impl<L> Guarded<L> {
         Guarded {
             inner,
             permits: Arc::new(Semaphore::new(max_connections)),
+            reserve: Arc::new(Semaphore::new(RESERVED_CONNECTIONS)),
             idle,
+        }
+    }
+}
+
+/// A permit of the cap where one is free, else of the reserve; waits for either.
+async fn permit(cap: Arc<Semaphore>, reserve: Arc<Semaphore>) -> (OwnedSemaphorePermit, bool) {
+    if let Ok(p) = cap.clone().try_acquire_owned() {
+        return (p, false);
+    }
+    tokio::select! {
+        biased;
+        p = cap.acquire_owned() => (p.expect("never closed"), false),
+        p = reserve.acquire_owned() => (p.expect("never closed"), true),
+    }
+}
+
+/// What a request knows of its connection (axum's `ConnectInfo`): whether it was let in on the
+/// reserve, for health checks only.
+#[derive(Clone, Copy, Debug)]
+pub struct Admission {
+    pub reserved: bool,
+}
+
+impl<L: axum::serve::Listener>
+    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Guarded<L>>>
+    for Admission
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, Guarded<L>>) -> Self {
+        Admission {
+            reserved: stream.io().reserved,
         }
     }
 }
@@ -36,15 +74,10 @@ impl<L: axum::serve::Listener> axum::serve::Listener for Guarded<L> {
     type Addr = L::Addr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        // A permit first: at the cap, connections stay in the backlog, unaccepted.
-        let permit = self
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
+        // A permit first: past the cap and the reserve, connections stay in the backlog.
+        let (permit, reserved) = permit(self.permits.clone(), self.reserve.clone()).await;
         let (io, addr) = self.inner.accept().await;
-        (Connection::new(io, permit, self.idle), addr)
+        (Connection::new(io, permit, reserved, self.idle), addr)
     }
 
     fn local_addr(&self) -> io::Result<Self::Addr> {
@@ -56,15 +89,18 @@ impl<L: axum::serve::Listener> axum::serve::Listener for Guarded<L> {
 pub struct Connection<Io> {
     io: Io,
     _permit: OwnedSemaphorePermit,
+    /// Let in on the reserve: health checks only.
+    reserved: bool,
     idle: Duration,
     timer: Pin<Box<Sleep>>,
 }
 
 impl<Io> Connection<Io> {
-    fn new(io: Io, permit: OwnedSemaphorePermit, idle: Duration) -> Self {
+    fn new(io: Io, permit: OwnedSemaphorePermit, reserved: bool, idle: Duration) -> Self {
         Connection {
             io,
             _permit: permit,
+            reserved,
             idle,
             timer: Box::pin(tokio::time::sleep(idle)),
         }

@@ -39,7 +39,13 @@ pub struct App {
     draining: AtomicBool,
     /// Bytes of request bodies being read and checked now (their declared lengths).
     reading: AtomicU64,
+    /// Submissions parsed and checked at once: one a core. The checks are CPU work; past the
+    /// cores they would only share them, and starve the async threads that answer /healthz.
+    pub(crate) checking: tokio::sync::Semaphore,
 }
+
+/// When a client refused on a connection past api.max_connections should try again.
+const CONNECTIONS_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// When a client whose body found no room should send it again.
 const BODY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
@@ -93,6 +99,9 @@ impl App {
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             reading: AtomicU64::new(0),
+            checking: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ),
         })
     }
 
@@ -153,7 +162,8 @@ pub fn serve_on<L>(
     );
     let router = router(app, guarded);
     servers.spawn(async move {
-        axum::serve(listener, router)
+        let service = router.into_make_service_with_connect_info::<connections::Admission>();
+        axum::serve(listener, service)
             .with_graceful_shutdown(async move {
                 let _ = stop.wait_for(|s| *s).await;
             })
@@ -184,7 +194,9 @@ pub fn router(app: Arc<App>, guarded: bool) -> Router {
         .with_state(app)
 }
 
-/// Every request passes here: on a guarded listener one without the token is refused (401);
+/// Every request passes here: on a connection past `api.max_connections` (the reserve) only
+/// health checks are answered, others get 503 with Retry-After; on a guarded listener one
+/// without the token is refused (401);
 /// a body whose Content-Length is over the limit is refused before a byte of it is read (and
 /// before `Expect: 100-continue` is answered); each request gets an access log line, at debug,
 /// and at warn for a 5xx.
@@ -217,7 +229,21 @@ async fn front_door(
         true => app.settings.max_body_bytes as u64,
         false => 0,
     });
+    // A connection let in on the reserve past api.max_connections: health checks only.
+    let reserved = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<connections::Admission>>()
+        .is_some_and(|c| c.0.reserved);
     let response = match declared {
+        _ if reserved && !matches!(path.as_str(), "/healthz" | "/readyz" | "/metrics") => {
+            Problem::unavailable(format!(
+                "the service has api.max_connections ({}) connections open; this one, past them, \
+                 is kept for /healthz, /readyz and /metrics",
+                app.settings.max_connections
+            ))
+            .retry_after(CONNECTIONS_RETRY)
+            .into_response()
+        }
         _ if refused => {
             let mut r = Problem::new(
                 axum::http::StatusCode::UNAUTHORIZED,

@@ -78,8 +78,13 @@ pub async fn submit(
     })?;
     let engine = app.engine.clone();
     let answer = app.clone();
-    // Off the async threads: reading a large body takes a while.
-    let (record, created) = tokio::task::spawn_blocking(move || {
+    // Off the async threads, one check a core: reading a large body and checking a request
+    // take a while.
+    let permit =
+        app.checking.acquire().await.map_err(|e| {
+            Problem::internal("validating the request failed").caused_by(e.to_string())
+        })?;
+    let (id, kind, request) = tokio::task::spawn_blocking(move || {
         // Read without a Value of it (a C1 output's numbers take ~8x their text as one).
         let mut members = crate::circuits::json::object(&body).map_err(|e| match e {
             crate::circuits::json::NotObject::Malformed(e) => malformed(e),
@@ -106,12 +111,21 @@ pub async fn submit(
         if engine.get(&id).is_none() {
             parsed.prepare().map_err(Problem::invalid_input)?;
         }
+        Ok::<_, Problem>((id, kind, request))
+    })
+    .await
+    .map_err(|e| Problem::internal("validating the request failed").caused_by(e.to_string()))??;
+    drop(permit);
+    // Stored (waiting on the disk, not a core) apart from the checks.
+    let engine = app.engine.clone();
+    let answer = app.clone();
+    let (record, created) = tokio::task::spawn_blocking(move || {
         engine
             .submit(&id, kind, &request)
             .map_err(|e| submit_problem(&answer, e))
     })
     .await
-    .map_err(|e| Problem::internal("validating the request failed").caused_by(e.to_string()))??;
+    .map_err(|e| Problem::internal("storing the job failed").caused_by(e.to_string()))??;
     Ok(job_response(
         if created {
             StatusCode::ACCEPTED

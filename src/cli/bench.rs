@@ -174,6 +174,10 @@ pub enum BenchCommand {
     },
     /// Time our GPU kernels at a chosen size on random inputs (no parameter file needed).
     Gpu(super::bench_gpu::GpuBenchArgs),
+    /// The service under many clients at once: submissions at each concurrency and past a full
+    /// queue, their answers (429 and 503 with Retry-After) and latency, /healthz and a job's
+    /// status meanwhile, peak RSS (a real `cuzk serve` on a fresh data dir per phase).
+    Load(super::bench_load::LoadArgs),
     /// Time one G1 MSM of random points and scalars on the CPU.
     Msm {
         /// log2 of the number of points.
@@ -380,6 +384,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         }
         BenchCommand::Msm { log2 } => bench_msm(log2),
         BenchCommand::Gpu(args) => super::bench_gpu::run(args),
+        BenchCommand::Load(args) => super::bench_load::run(args),
     }
 }
 

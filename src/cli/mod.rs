@@ -3,6 +3,7 @@
 mod appliance;
 mod bench;
 mod bench_gpu;
+mod bench_load;
 mod config;
 mod kernels;
 mod logging;
