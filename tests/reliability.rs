@@ -850,3 +850,51 @@ fn bench_load_fills_the_queue_and_every_submission_past_it_gets_429_with_retry_a
     assert_eq!(past["refused_without_retry_after"], 0, "{report}");
     assert_eq!(past["transport_errors"], 0, "{report}");
 }
+
+/// Issue 19 (item 4, header timeout): a request head that trickles in (a header line every
+/// 400 ms, so the idle timeout never fires) is cut off once `api.header_timeout_secs` has
+/// passed since its first byte; a whole request on the next connection is served.
+#[test]
+fn a_request_head_that_trickles_in_is_cut_off_at_the_header_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            ("CUZK_API__HEADER_TIMEOUT_SECS", "2"),
+            ("CUZK_API__IDLE_TIMEOUT_SECS", "60"),
+        ],
+    );
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    slow.set_read_timeout(Some(Duration::from_millis(400)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
+    let mut answer = Vec::new();
+    let cut = loop {
+        let mut chunk = [0u8; 1024];
+        match slow.read(&mut chunk) {
+            Ok(0) => break started.elapsed(),
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break started.elapsed(),
+            Err(_) => {} // the read timeout: another header line
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the trickling head is still open after {:?}",
+            started.elapsed()
+        );
+        if slow.write_all(b"X-Slow: 1\r\n").is_err() {
+            break started.elapsed();
+        }
+    };
+    assert!(
+        cut >= Duration::from_millis(1800) && cut < Duration::from_secs(6),
+        "cut after {cut:?}"
+    );
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        !answer.contains(" 200 "),
+        "the trickled request was served: {answer}"
+    );
+    assert_eq!(server.get("/healthz").0, 200);
+}

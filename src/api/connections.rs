@@ -51,22 +51,11 @@ async fn permit(cap: Arc<Semaphore>, reserve: Arc<Semaphore>) -> (OwnedSemaphore
     }
 }
 
-/// What a request knows of its connection (axum's `ConnectInfo`): whether it was let in on the
-/// reserve, for health checks only.
+/// What a request knows of its connection (axum's `ConnectInfo`, set by `api::serve_on`):
+/// whether it was let in on the reserve, for health checks only.
 #[derive(Clone, Copy, Debug)]
 pub struct Admission {
     pub reserved: bool,
-}
-
-impl<L: axum::serve::Listener>
-    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Guarded<L>>>
-    for Admission
-{
-    fn connect_info(stream: axum::serve::IncomingStream<'_, Guarded<L>>) -> Self {
-        Admission {
-            reserved: stream.io().reserved,
-        }
-    }
 }
 
 impl<L: axum::serve::Listener> axum::serve::Listener for Guarded<L> {
@@ -96,6 +85,11 @@ pub struct Connection<Io> {
 }
 
 impl<Io> Connection<Io> {
+    /// Let in on the reserve past `api.max_connections`: health checks only.
+    pub fn reserved(&self) -> bool {
+        self.reserved
+    }
+
     fn new(io: Io, permit: OwnedSemaphorePermit, reserved: bool, idle: Duration) -> Self {
         Connection {
             io,

@@ -150,7 +150,7 @@ pub fn serve_on<L>(
     listener: L,
     app: Arc<App>,
     guarded: bool,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
@@ -160,15 +160,59 @@ pub fn serve_on<L>(
         app.settings.max_connections,
         app.settings.idle_timeout,
     );
+    let header_timeout = app.settings.header_timeout;
     let router = router(app, guarded);
-    servers.spawn(async move {
-        let service = router.into_make_service_with_connect_info::<connections::Admission>();
-        axum::serve(listener, service)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .await
-    });
+    servers.spawn(serve_connections(listener, router, header_timeout, stop));
+}
+
+/// Accepts connections until `stop` turns true and serves each as HTTP/1.1 (a request's head
+/// due within `header_timeout`), with its [`connections::Admission`] as axum's `ConnectInfo`;
+/// then lets every open connection finish its request in flight, and returns once all are
+/// closed.
+async fn serve_connections<L: axum::serve::Listener>(
+    mut listener: connections::Guarded<L>,
+    router: Router,
+    header_timeout: std::time::Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    use axum::serve::Listener;
+    // Every connection's task holds a receiver: the sender sees them all closed at the end.
+    let (open_tx, open_rx) = tokio::sync::watch::channel(());
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => Some(accepted),
+            stopped = stop.wait_for(|s| *s) => { drop(stopped); None }
+        };
+        let Some((io, _)) = accepted else { break };
+        let admission = connections::Admission {
+            reserved: io.reserved(),
+        };
+        let service = hyper_util::service::TowerToHyperService::new(
+            router
+                .clone()
+                .layer(axum::Extension(axum::extract::ConnectInfo(admission))),
+        );
+        let (mut stop, open) = (stop.clone(), open_rx.clone());
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let connection = http.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+            let mut connection = std::pin::pin!(connection);
+            let stopping = tokio::select! {
+                _ = connection.as_mut() => false,
+                stopped = stop.wait_for(|s| *s) => { drop(stopped); true }
+            };
+            if stopping {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
+            }
+            drop(open);
+        });
+    }
+    drop(open_rx);
+    open_tx.closed().await;
+    Ok(())
 }
 
 pub fn router(app: Arc<App>, guarded: bool) -> Router {

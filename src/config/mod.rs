@@ -137,6 +137,10 @@ pub struct ApiConfig {
     /// A connection with no byte read or written for this long is closed (seconds). A
     /// long-poll (`?wait=`) is answered before it.
     pub idle_timeout_secs: u64,
+    /// A request's head (request line and headers) must arrive within this long of its first
+    /// byte, or of the previous answer on a kept-alive connection, or the connection is closed
+    /// (seconds): a client that sends a header a minute holds no connection.
+    pub header_timeout_secs: u64,
     /// Request bodies read and checked at once, bytes (their declared lengths; at least
     /// `max_body_bytes`): a body past it is answered 503 with Retry-After before a byte of it
     /// is read.
@@ -205,6 +209,7 @@ impl Default for ApiConfig {
             token_file: String::new(),
             max_connections: 256,
             idle_timeout_secs: 330,
+            header_timeout_secs: 30,
             max_inflight_body_bytes: 1 << 30,
         }
     }
@@ -256,6 +261,8 @@ pub struct Settings {
     pub max_queued_jobs: usize,
     pub max_connections: usize,
     pub idle_timeout: Duration,
+    /// `api.header_timeout_secs`.
+    pub header_timeout: Duration,
     pub max_inflight_body_bytes: u64,
     pub data_dir: PathBuf,
     /// Where PCE files are kept: `<data_dir>/pce`.
@@ -360,6 +367,7 @@ impl Config {
         if self.api.idle_timeout_secs < 2 {
             bail!("key api.idle_timeout_secs: must be at least 2");
         }
+        positive("api.header_timeout_secs", self.api.header_timeout_secs)?;
         positive("jobs.retention_count", self.jobs.retention_count as u64)?;
         positive("proving.provers", self.proving.provers as u64)?;
         positive(
@@ -392,6 +400,7 @@ impl Config {
             max_queued_jobs: self.api.max_queued_jobs,
             max_connections: self.api.max_connections,
             idle_timeout: Duration::from_secs(self.api.idle_timeout_secs),
+            header_timeout: Duration::from_secs(self.api.header_timeout_secs),
             max_inflight_body_bytes: self.api.max_inflight_body_bytes,
             data_dir: self.jobs.data_dir.clone(),
             pce_dir: self.jobs.data_dir.join("pce"),
