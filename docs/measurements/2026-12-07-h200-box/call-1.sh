@@ -5,7 +5,7 @@
 # progress at once and 15 partitions ahead of the prover (the H100 box's call 3 of
 # ../2026-12-07-h200, for a comparison); 3. one 32 GiB partition on the full path (every
 # constraint built), the compact path beside it.
-TAR=call-1.tgz; source "$(dirname "$0")/common.sh"; P=target/pce; mkdir -p $P
+TAR=call-1.tgz; source "$(dirname "$0")/../2026-12-07-h200/common.sh"; P=target/pce; mkdir -p $P
 [ -f $P/porep-32g.pce ] || run extract 200 carry/cuzk pce extract --kind porep-c2 --sector-size 32GiB --dir $P
 LOG=info,cuzk::gpu=debug CUZK_MEMORY__PINNED=false run pipeline-4 300 carry/cuzk bench pipeline --rehearse --kind porep-c2 --sector-size 32GiB --jobs 4 --workers 3 --depth 15 --backend gpu --pce-dir $P $K
 run synth-full 200 carry/cuzk bench synth --kinds porep-c2 --rehearse --sector-size 32GiB --paths full,compact --runs 1 --pce-dir $P
