@@ -521,8 +521,8 @@ fn connections_past_the_cap_wait_and_idle_ones_are_closed() {
             ("CUZK_PROVING__WORKERS", "1"),
         ],
     );
-    // The readiness probe's kept-alive connection closed by the idle timeout first.
-    std::thread::sleep(Duration::from_millis(4500));
+    // The readiness probe's connection closed by now.
+    std::thread::sleep(Duration::from_millis(300));
     let addr = format!("127.0.0.1:{}", server.port);
     let connect = || {
         let s = std::net::TcpStream::connect(&addr).unwrap();

@@ -64,8 +64,14 @@ impl<L: axum::serve::Listener> axum::serve::Listener for Guarded<L> {
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         // A permit first: past the cap and the reserve, connections stay in the backlog.
-        let (permit, reserved) = permit(self.permits.clone(), self.reserve.clone()).await;
+        let (mut permit, mut reserved) = permit(self.permits.clone(), self.reserve.clone()).await;
         let (io, addr) = self.inner.accept().await;
+        // Taken before the connection came: where the cap has room by now, it is not a reserve's.
+        if reserved {
+            if let Ok(p) = self.permits.clone().try_acquire_owned() {
+                (permit, reserved) = (p, false);
+            }
+        }
         (Connection::new(io, permit, reserved, self.idle), addr)
     }
 

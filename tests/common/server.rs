@@ -43,6 +43,12 @@ pub fn parse_http_answer(answer: &[u8]) -> (u16, String, Vec<u8>) {
     )
 }
 
+/// A client that closes its connection after each request: a readiness probe leaves no
+/// kept-alive connection holding one of the service's `api.max_connections`.
+fn unpooled() -> ureq::Agent {
+    ureq::AgentBuilder::new().max_idle_connections(0).build()
+}
+
 pub struct Server {
     pub child: Child,
     pub port: u16,
@@ -177,7 +183,7 @@ impl Server {
     pub fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
-            if let Ok(r) = ureq::get(&self.url("/readyz")).call() {
+            if let Ok(r) = unpooled().get(&self.url("/readyz")).call() {
                 if r.status() == 200 {
                     return;
                 }
@@ -194,7 +200,7 @@ impl Server {
             if self.child.try_wait().unwrap().is_some() {
                 return false;
             }
-            if let Ok(r) = ureq::get(&self.url("/readyz")).call() {
+            if let Ok(r) = unpooled().get(&self.url("/readyz")).call() {
                 if r.status() == 200 {
                     return true;
                 }
