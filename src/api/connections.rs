@@ -41,9 +41,6 @@ impl<L> Guarded<L> {
 
 /// A permit of the cap where one is free, else of the reserve; waits for either.
 async fn permit(cap: Arc<Semaphore>, reserve: Arc<Semaphore>) -> (OwnedSemaphorePermit, bool) {
-    if let Ok(p) = cap.clone().try_acquire_owned() {
-        return (p, false);
-    }
     tokio::select! {
         biased;
         p = cap.acquire_owned() => (p.expect("never closed"), false),
@@ -51,7 +48,8 @@ async fn permit(cap: Arc<Semaphore>, reserve: Arc<Semaphore>) -> (OwnedSemaphore
     }
 }
 
-/// What a request knows of its connection (axum's `ConnectInfo`, set by `api::serve_on`):
+/// What a request knows of its connection (axum's `ConnectInfo`, put on each request by
+/// `api::serve_connections`):
 /// whether it was let in on the reserve, for health checks only.
 #[derive(Clone, Copy, Debug)]
 pub struct Admission {

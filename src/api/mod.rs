@@ -184,14 +184,18 @@ async fn serve_connections<L: axum::serve::Listener>(
             stopped = stop.wait_for(|s| *s) => { drop(stopped); None }
         };
         let Some((io, _)) = accepted else { break };
-        let admission = connections::Admission {
+        let admission = axum::extract::ConnectInfo(connections::Admission {
             reserved: io.reserved(),
-        };
-        let service = hyper_util::service::TowerToHyperService::new(
-            router
-                .clone()
-                .layer(axum::Extension(axum::extract::ConnectInfo(admission))),
-        );
+        });
+        // The admission put on each request, as axum::serve puts its ConnectInfo.
+        let service =
+            hyper_util::service::TowerToHyperService::new(tower::ServiceExt::map_request(
+                router.clone(),
+                move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                    request.extensions_mut().insert(admission);
+                    request
+                },
+            ));
         let (mut stop, open) = (stop.clone(), open_rx.clone());
         tokio::spawn(async move {
             let mut http = hyper::server::conn::http1::Builder::new();

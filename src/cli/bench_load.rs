@@ -57,18 +57,15 @@ pub fn run(args: LoadArgs) -> Result<()> {
         "sealed a 2 KiB sector for the requests"
     );
     let mut phases = Vec::new();
+    // Room for every submission of a concurrency phase: no 429 there.
+    let max_queued = args.submissions.max(1000);
     for &clients in &args.concurrency {
-        let service = Service::start(
-            work.path(),
-            &params_dir,
-            args.workers,
-            1000.max(args.submissions),
-        )?;
+        let service = Service::start(work.path(), &params_dir, args.workers, max_queued)?;
         let ids: Vec<String> = (0..args.submissions)
             .map(|i| format!("load-{clients}-{i}"))
             .collect();
         let phase = service.phase(&body, &ids, clients.max(1))?;
-        phases.push(json!({"phase": "concurrency", "clients": clients, "max_queued_jobs": 1000.max(args.submissions), "result": phase}));
+        phases.push(json!({"phase": "concurrency", "clients": clients, "max_queued_jobs": max_queued, "result": phase}));
     }
     if args.queued > 0 {
         let service = Service::start(work.path(), &params_dir, args.workers, args.queued)?;

@@ -124,7 +124,7 @@ impl Server {
         args: &[&str],
         cgroup: Option<&Path>,
     ) -> Server {
-        let server = Server::launch(data, env, args, cgroup);
+        let mut server = Server::launch(data, env, args, cgroup);
         server.wait_ready();
         server
     }
@@ -180,17 +180,12 @@ impl Server {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    pub fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Ok(r) = unpooled().get(&self.url("/readyz")).call() {
-                if r.status() == 200 {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("cuzk serve did not get ready: {}", self.log_text());
+    pub fn wait_ready(&mut self) {
+        assert!(
+            self.ready_or_exited(),
+            "cuzk serve exited before it got ready: {}",
+            self.log_text()
+        );
     }
 
     /// Waits until the service is ready (true) or has exited (false).
