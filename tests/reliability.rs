@@ -739,6 +739,110 @@ fn health_metrics_and_status_answer_while_submissions_wait_on_a_slow_disk_fake_s
     }
 }
 
+/// A PoRep request of exactly `len` bytes whose C1 output is a long array of numbers: JSON
+/// that is read whole and then refused (422).
+fn junk_porep_body(len: usize) -> Vec<u8> {
+    let mut body =
+        br#"{"kind": "porep-c2", "miner_id": 1000, "sector_number": 1, "c1": {"junk": ["#.to_vec();
+    while body.len() < len - 4 {
+        body.extend_from_slice(b"1,");
+    }
+    body.truncate(len - 4);
+    if body.ends_with(b",") {
+        body.pop();
+        body.push(b'0');
+    }
+    body.extend_from_slice(b"0]}}");
+    body
+}
+
+/// The head of a submission of `len` bytes that waits for the server's word before its body.
+fn expecting_head(len: usize) -> String {
+    format!(
+        "POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {len}\r\nexpect: 100-continue\r\n\r\n"
+    )
+}
+
+/// A connection that has sent the head of a submission of `len` bytes and a few of them, and
+/// sends no more until it is dropped.
+fn trickle(server: &Server, len: usize) -> std::net::TcpStream {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let head = format!(
+        "POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n{{\"kind\": "
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stream
+}
+
+/// Bytes held from the memory budget for `purpose`, as /v1/status says.
+fn held_for(server: &Server, purpose: &str) -> u64 {
+    let (_, st) = server.get_json("/v1/status");
+    st["pipeline"]["held"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["purpose"] == purpose)
+        .unwrap_or_else(|| panic!("no {purpose} in {st}"))["bytes"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A body being read holds three times its declared length from the memory budget (what
+/// checking it takes at most), shown as `request-bodies` in /v1/status, from the moment its
+/// head is read: in a 250 MB budget, beside a trickled 50 MB body (150 MB held), a 40 MB one is
+/// answered 503 with Retry-After before a byte of it is read, a 90 MB one (270 MB) is refused
+/// for good with 413, and once the trickle is cut its bytes are given back and the 40 MB body
+/// is read (and refused for what it says, 422).
+#[test]
+fn request_bodies_are_held_from_the_memory_budget_while_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            ("CUZK_MEMORY__BUDGET_BYTES", "250000000"),
+            ("CUZK_MEMORY__PINNED", "false"),
+        ],
+    );
+    let trickling = trickle(&server, 50_000_000);
+    assert_eq!(held_for(&server, "request-bodies"), 150_000_000);
+    let answer = raw_exchange(&server, &expecting_head(40_000_000));
+    let (status, _, problem) = parse_http_answer(&answer);
+    let text = String::from_utf8_lossy(&answer).to_lowercase();
+    assert_eq!(status, 503, "{text}");
+    assert_eq!(problem_type(&problem), "urn:cuzk:problem:unavailable");
+    assert!(text.contains("memory budget"), "{text}");
+    assert!(text.contains("retry-after: 2"), "{text}");
+    let answer = raw_exchange(&server, &expecting_head(90_000_000));
+    let (status, _, problem) = parse_http_answer(&answer);
+    let text = String::from_utf8_lossy(&answer).to_lowercase();
+    assert_eq!(status, 413, "{text}");
+    assert_eq!(problem_type(&problem), "urn:cuzk:problem:body-too-large");
+    assert!(text.contains("memory budget of 250000000 bytes"), "{text}");
+    // Small bodies still fit beside the trickle; health is never held up.
+    let req = ureq::post(&server.url("/v1/proofs")).set("content-type", "application/json");
+    let (status, _, small) = server.call(req, Some(br#"{"kind": "porep-c2"}"#));
+    assert_eq!(status, 422, "{}", String::from_utf8_lossy(&small));
+    assert_eq!(server.get("/healthz").0, 200);
+    drop(trickling);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while held_for(&server, "request-bodies") != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the body's bytes were never given back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sent = ureq::post(&server.url("/v1/proofs"))
+        .set("content-type", "application/json")
+        .send_bytes(&junk_porep_body(40_000_000));
+    assert!(
+        matches!(sent, Err(ureq::Error::Status(422, _))),
+        "{:?}",
+        sent.map(|r| r.status())
+    );
+}
+
 /// Bodies being read count against `api.max_inflight_body_bytes` by their declared length from
 /// the moment their head is read: while a client trickles a 40 MB body, a 30 MB one is answered 503 with
 /// Retry-After before a byte of it is read, a small one is served, and once the trickle is
@@ -753,32 +857,9 @@ fn bodies_past_the_in_flight_cap_wait_with_503_and_retry_after_until_room_return
             ("CUZK_API__MAX_INFLIGHT_BODY_BYTES", "60000000"),
         ],
     );
-    let mut trickle = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-    trickle
-        .write_all(b"POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 40000000\r\n\r\n{\"kind\": ")
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let large = |len: usize| {
-        let mut body =
-            br#"{"kind": "porep-c2", "miner_id": 1000, "sector_number": 1, "c1": {"junk": ["#
-                .to_vec();
-        while body.len() < len - 4 {
-            body.extend_from_slice(b"1,");
-        }
-        body.truncate(len - 4);
-        if body.ends_with(b",") {
-            body.pop();
-            body.push(b'0');
-        }
-        body.extend_from_slice(b"0]}}");
-        body
-    };
-    let body = large(30_000_000);
-    let head = format!(
-        "POST /v1/proofs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nexpect: 100-continue\r\n\r\n",
-        body.len()
-    );
-    let answer = raw_exchange(&server, &head);
+    let trickling = trickle(&server, 40_000_000);
+    let body = junk_porep_body(30_000_000);
+    let answer = raw_exchange(&server, &expecting_head(body.len()));
     let (status, _, problem) = parse_http_answer(&answer);
     let head_text = String::from_utf8_lossy(&answer).to_lowercase();
     assert_eq!(status, 503, "{head_text}");
@@ -793,7 +874,7 @@ fn bodies_past_the_in_flight_cap_wait_with_503_and_retry_after_until_room_return
     let (status, _, small) = server.call(req, Some(br#"{"kind": "porep-c2"}"#));
     assert_eq!(status, 422, "{}", String::from_utf8_lossy(&small));
     assert_eq!(server.get("/healthz").0, 200);
-    drop(trickle);
+    drop(trickling);
     // The room comes back once the trickling request is gone (until then a 503 may cut the
     // upload short: the answer comes before the body is read).
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

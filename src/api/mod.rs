@@ -50,10 +50,18 @@ const CONNECTIONS_RETRY: std::time::Duration = std::time::Duration::from_secs(1)
 /// When a client whose body found no room should send it again.
 const BODY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// A body's room under `api.max_inflight_body_bytes` while it is read and checked.
+/// What reading and checking a body holds at most, in multiples of its length: the body, the
+/// fields decoded from it and its canonical form (docs/measurements/2026-12-07-reliability/
+/// bodies.log). A body's bytes are held from the memory budget at this multiple.
+const BODY_MEMORY_FACTOR: u64 = 3;
+
+/// A body's room under `api.max_inflight_body_bytes` and in the memory budget while it is
+/// read and checked.
 struct Reading {
     app: Arc<App>,
     bytes: u64,
+    /// Its bytes held from the memory budget (purpose `request-bodies`).
+    memory: Option<crate::memory::Hold>,
 }
 
 impl Drop for Reading {
@@ -106,18 +114,41 @@ impl App {
     }
 
     /// Lets a body of `bytes` be read and checked if the bodies being read now leave room for
-    /// it under `api.max_inflight_body_bytes`; else a 503 that says when to try again. The room
-    /// is given back when the returned guard is dropped (the request answered).
+    /// it under `api.max_inflight_body_bytes` and the memory budget has room now for what
+    /// reading it takes; else a 503 that says when to try again
+    /// (a 413 for a body the budget can never hold). The room is given back when the returned
+    /// guard is dropped (the request answered).
     fn admit_body(self: &Arc<Self>, bytes: u64) -> Result<Reading, Problem> {
         let cap = self.settings.max_inflight_body_bytes;
         let before = self.reading.fetch_add(bytes, Ordering::SeqCst);
-        let reading = Reading {
+        let mut reading = Reading {
             app: self.clone(),
             bytes,
+            memory: None,
         };
         if before + bytes > cap {
             return Err(Problem::unavailable(format!(
                 "{before} bytes of other requests are being read (api.max_inflight_body_bytes = {cap}); send this one again shortly"
+            ))
+            .retry_after(BODY_RETRY));
+        }
+        let admission = self.engine.admission();
+        let need = bytes.saturating_mul(BODY_MEMORY_FACTOR);
+        let budget = admission.budget();
+        if need > budget {
+            return Err(Problem::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "body-too-large",
+                "Request body too large",
+                format!(
+                    "reading a body of {bytes} bytes takes {need} bytes of memory, past the memory budget of {budget} bytes"
+                ),
+            ));
+        }
+        reading.memory = admission.pass(crate::memory::Purpose::RequestBodies, need);
+        if reading.memory.is_none() {
+            return Err(Problem::unavailable(format!(
+                "the memory budget has no room now for reading a body of {bytes} bytes ({need} bytes held while it is checked); send it again shortly"
             ))
             .retry_after(BODY_RETRY));
         }

@@ -272,6 +272,11 @@ impl Engine {
         Ok((record, true))
     }
 
+    /// The memory gate: what request bodies take their bytes from while they are read.
+    pub fn admission(&self) -> &Arc<Admission> {
+        &self.inner.proving.admission
+    }
+
     /// Whether the queue has room for one more job (what `submit` checks again).
     pub fn has_room(&self) -> Result<(), SubmitError> {
         let st = self.inner.queue.lock();

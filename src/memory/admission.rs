@@ -39,15 +39,18 @@ pub enum Purpose {
     Locked,
     /// The page-locked pool partitions' vectors are lent from (`PinnedPool`).
     PinnedPool,
+    /// Request bodies being read and checked (`Admission::pass`).
+    RequestBodies,
 }
 
 impl Purpose {
-    pub const ALL: [Purpose; 5] = [
+    pub const ALL: [Purpose; 6] = [
         Purpose::Parameters,
         Purpose::Pce,
         Purpose::PceExtraction,
         Purpose::Locked,
         Purpose::PinnedPool,
+        Purpose::RequestBodies,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -57,6 +60,7 @@ impl Purpose {
             Purpose::PceExtraction => "pce-extraction",
             Purpose::Locked => "locked",
             Purpose::PinnedPool => "pinned-pool",
+            Purpose::RequestBodies => "request-bodies",
         }
     }
 }
@@ -85,13 +89,24 @@ pub struct Reservation {
     ahead: bool,
 }
 
-/// Budget bytes held for a loaded set or a PCE extraction; outside the depth.
+/// Budget bytes held for a loaded set, a PCE extraction, memory set aside or a request body;
+/// outside the depth.
 pub struct Hold {
     admission: Arc<Admission>,
     bytes: u64,
     purpose: Purpose,
-    /// Set aside for the process's life ([`Admission::set_aside`]), not a loaded set.
-    aside: bool,
+    kind: HoldKind,
+}
+
+/// How a [`Hold`]'s bytes are counted, and so given back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HoldKind {
+    /// A loaded set (or an extraction): one of the sets a new one must leave room beside.
+    Set,
+    /// Set aside for the process's life ([`Admission::set_aside`]).
+    Aside,
+    /// Passing through ([`Admission::pass`]).
+    Passing,
 }
 
 #[derive(Clone, Copy)]
@@ -165,7 +180,7 @@ impl Admission {
             admission: self.clone(),
             bytes,
             purpose,
-            aside: false,
+            kind: HoldKind::Set,
         })
     }
 
@@ -173,22 +188,30 @@ impl Admission {
     /// sets held and the partition at the head of the queue, with no hold queued
     /// ([`Dispatcher::try_hold`]); never blocks.
     pub fn try_hold(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Option<Hold> {
-        self.hold_now(purpose, bytes, false)
+        self.hold_now(purpose, bytes, HoldKind::Set)
     }
 
     /// Sets `bytes` for `purpose` aside for as long as the returned hold lives (memory the
     /// process keeps page-locked), if they fit now ([`Dispatcher::set_aside`]); never blocks.
     /// Work then fits in the rest of the budget, [`Admission::budget`].
     pub fn set_aside(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Option<Hold> {
-        self.hold_now(purpose, bytes, true)
+        self.hold_now(purpose, bytes, HoldKind::Aside)
     }
 
-    /// [`Admission::try_hold`], or with `aside` [`Admission::set_aside`].
-    fn hold_now(self: &Arc<Self>, purpose: Purpose, bytes: u64, aside: bool) -> Option<Hold> {
+    /// Holds `bytes` for `purpose` for a moment (a request body while it is read and checked),
+    /// if they fit now beside everything reserved ([`Dispatcher::pass`]); never blocks. The
+    /// budget work fits in is unchanged: the bytes are only counted while held.
+    pub fn pass(self: &Arc<Self>, purpose: Purpose, bytes: u64) -> Option<Hold> {
+        self.hold_now(purpose, bytes, HoldKind::Passing)
+    }
+
+    /// A hold of `kind` taken now, if the dispatcher lets it.
+    fn hold_now(self: &Arc<Self>, purpose: Purpose, bytes: u64, kind: HoldKind) -> Option<Hold> {
         let mut st = self.lock();
-        let taken = match aside {
-            true => st.dispatcher.set_aside(bytes),
-            false => st.dispatcher.try_hold(bytes),
+        let taken = match kind {
+            HoldKind::Set => st.dispatcher.try_hold(bytes),
+            HoldKind::Aside => st.dispatcher.set_aside(bytes),
+            HoldKind::Passing => st.dispatcher.pass(bytes),
         };
         if !taken {
             return None;
@@ -198,7 +221,7 @@ impl Admission {
             admission: self.clone(),
             bytes,
             purpose,
-            aside,
+            kind,
         })
     }
 
@@ -317,10 +340,10 @@ impl Drop for Hold {
         let a = &self.admission;
         let mut st = a.lock();
         st.held[self.purpose as usize] -= self.bytes;
-        if self.aside {
-            st.dispatcher.release_aside(self.bytes);
-        } else {
-            st.dispatcher.release_hold(self.bytes);
+        match self.kind {
+            HoldKind::Set => st.dispatcher.release_hold(self.bytes),
+            HoldKind::Aside => st.dispatcher.release_aside(self.bytes),
+            HoldKind::Passing => st.dispatcher.release_passing(self.bytes),
         }
         a.pump(&mut st);
     }

@@ -78,6 +78,8 @@ pub struct Dispatcher<T> {
     held: Vec<u64>,
     /// Bytes set aside for the process's life (in `reserved`, not in `held`).
     aside: u64,
+    /// Bytes passing through ([`Dispatcher::pass`]; in `reserved`, not in `held`).
+    passing: u64,
 }
 
 impl<T> Dispatcher<T> {
@@ -92,6 +94,7 @@ impl<T> Dispatcher<T> {
             holds: BinaryHeap::new(),
             held: Vec::new(),
             aside: 0,
+            passing: 0,
         }
     }
 
@@ -106,6 +109,27 @@ impl<T> Dispatcher<T> {
         self.reserved += bytes;
         self.aside += bytes;
         true
+    }
+
+    /// Takes `bytes` for a moment (a request body while it is read and checked) if they fit
+    /// now beside everything reserved. Work waiting for room may wait for them (seconds: a
+    /// body's check), and work that starts meanwhile finds them counted; the room they leave
+    /// to waiting work is not kept, or a box whose budget is full of partitions (its steady
+    /// state) would refuse every submission. Given back with [`Dispatcher::release_passing`].
+    /// False, and nothing taken, otherwise.
+    pub fn pass(&mut self, bytes: u64) -> bool {
+        if self.reserved + bytes > self.budget {
+            return false;
+        }
+        self.reserved += bytes;
+        self.passing += bytes;
+        true
+    }
+
+    /// Bytes taken by [`Dispatcher::pass`] given back.
+    pub fn release_passing(&mut self, bytes: u64) {
+        self.passing = self.passing.saturating_sub(bytes);
+        self.release(bytes);
     }
 
     /// Bytes set aside given back.
@@ -221,9 +245,9 @@ impl<T> Dispatcher<T> {
         self.release(bytes);
     }
 
-    /// Bytes of the holds admitted and not released, and those set aside.
+    /// Bytes of the holds admitted and not released, those set aside and those passing.
     pub fn held(&self) -> u64 {
-        self.held.iter().sum::<u64>() + self.aside
+        self.held.iter().sum::<u64>() + self.aside + self.passing
     }
 
     /// Removes queued partitions and holds matching `drop` (a cancelled job's).
@@ -606,6 +630,38 @@ mod simulation {
             100,
             "refused optional holds leave nothing behind"
         );
+    }
+
+    #[test]
+    fn bytes_passing_through_count_while_held_and_never_shrink_the_budget() {
+        let mut d: Dispatcher<&str> = Dispatcher::new(100, 1);
+        let work = |bytes, item| Work {
+            priority: 2,
+            bytes,
+            item,
+        };
+        // A set of 40 is held beside a partition of 20 waiting for depth behind one of 10.
+        d.enqueue_hold(work(40, "set")).unwrap();
+        assert_eq!(d.admit(), Ok(work(40, "set")));
+        d.enqueue(work(10, "a-1")).unwrap();
+        d.enqueue(work(20, "a-2")).unwrap();
+        assert_eq!(d.admit(), Ok(work(10, "a-1")));
+        assert_eq!(d.admit(), Err(Blocked::Depth));
+        // 50 reserved: 51 more do not fit, 50 do.
+        assert!(!d.pass(51));
+        assert!(d.pass(50));
+        assert_eq!((d.reserved(), d.held()), (100, 90));
+        // Passing bytes are counted while held: a-2 is past depth but waits for them...
+        d.reached_prover();
+        d.release(10);
+        assert_eq!(d.admit(), Err(Blocked::Budget));
+        // ...and starts once they are given back; the budget work fits in never shrank.
+        d.release_passing(50);
+        assert_eq!(d.admit(), Ok(work(20, "a-2")));
+        assert_eq!(d.usable(), 100);
+        assert_eq!((d.reserved(), d.held()), (60, 40));
+        assert!(!d.pass(41));
+        assert_eq!(d.reserved(), 60, "a refused pass leaves nothing behind");
     }
 
     #[test]
