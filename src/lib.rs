@@ -24,6 +24,7 @@ pub mod circuits;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod faults;
 pub mod fuzz;
 pub mod gpu;
 pub mod groth16;

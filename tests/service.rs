@@ -39,12 +39,7 @@ fn verify_porep(proof: &[u8]) {
 }
 
 fn scrape(server: &Server) -> prometheus_parse::Scrape {
-    let (status, content_type, body) = server.get("/metrics");
-    assert_eq!(status, 200);
-    assert!(content_type.starts_with("text/plain"), "{content_type}");
-    let text = String::from_utf8(body).unwrap();
-    prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
-        .expect("Prometheus text")
+    server.scrape()
 }
 
 fn sample(scrape: &prometheus_parse::Scrape, name: &str, label: (&str, &str)) -> f64 {

@@ -32,6 +32,11 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
+    if crate::faults::ENABLED {
+        tracing::warn!(
+            "this build has the test fault switches (--features faults): not for production"
+        );
+    }
     let loaded = config::load(args.config.as_deref())?;
     let settings = loaded.config.settings()?;
     if !loaded.config.proving.params_dir.is_empty() && !settings.params_dir.is_dir() {

@@ -474,6 +474,7 @@ impl Partitions<'_> {
         reservation.shrink_to(left as u64);
         let (proof, timings) = started.finish(finisher, run.srs).map_err(failed)?;
         drop((entry, slot, reservation, again));
+        let proof = crate::faults::prover_output(proof);
         let proof = self.checked(run, k, proof, &inputs, prover)?;
         let secs = timings.total.as_secs_f64();
         self.metrics
@@ -526,6 +527,7 @@ impl Partitions<'_> {
         let (proof, _) = prove_start(other, run.srs, synth, r, s, true)
             .and_then(|started| started.finish(other, run.srs))
             .map_err(|e| internal(format!("partition {k}: {e}")))?;
+        let proof = crate::faults::prover_output(proof);
         drop(reservation);
         if run.verifies(&proof, inputs) {
             return Ok(proof);

@@ -278,6 +278,16 @@ impl Server {
         (status, serde_json::from_slice(&body).unwrap())
     }
 
+    /// /metrics, parsed.
+    pub fn scrape(&self) -> prometheus_parse::Scrape {
+        let (status, content_type, body) = self.get("/metrics");
+        assert_eq!(status, 200);
+        assert!(content_type.starts_with("text/plain"), "{content_type}");
+        let text = String::from_utf8(body).unwrap();
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+            .expect("Prometheus text")
+    }
+
     pub fn submit(&self, body: &Value) -> (u16, Value) {
         let req = ureq::post(&self.url("/v1/proofs")).set("content-type", "application/json");
         let (status, _, bytes) = self.call(req, Some(&serde_json::to_vec(body).unwrap()));
