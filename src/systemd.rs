@@ -1,5 +1,5 @@
 //! The systemd notification protocol (sd_notify, through the sd-notify crate): READY, STATUS,
-//! WATCHDOG and STOPPING to the socket systemd names in NOTIFY_SOCKET, and the watchdog
+//! WATCHDOG, RELOADING (with MONOTONIC_USEC) and STOPPING to the socket systemd names in NOTIFY_SOCKET, and the watchdog
 //! interval it sets in WATCHDOG_USEC. Not run by systemd (no NOTIFY_SOCKET), nothing is sent.
 //! tests/service.rs checks the datagrams on a real socket.
 
@@ -27,6 +27,14 @@ impl Notifier {
 
     pub fn watchdog(&self) {
         self.send(&[NotifyState::Watchdog]);
+    }
+
+    /// A configuration reload begins: systemd holds `systemctl reload` until [`Notifier::ready`].
+    pub fn reloading(&self) {
+        match NotifyState::monotonic_usec_now() {
+            Ok(now) => self.send(&[NotifyState::Reloading, now]),
+            Err(e) => tracing::warn!(error = %e, "reading the monotonic clock for RELOADING=1"),
+        }
     }
 
     pub fn stopping(&self) {

@@ -384,8 +384,10 @@ fn notify_socket_gets_ready_status_watchdog_then_stopping() {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    // SIGHUP re-reads the configuration and the service carries on.
-    server.signal("HUP");
+    // `cuzk reload` (the unit's ExecReload) re-reads the configuration: RELOADING=1 with the
+    // monotonic clock, READY=1 once applied, and the service carries on.
+    let reload = cuzk(&["reload", "--pid", &server.child.id().to_string()]);
+    assert!(reload.status.success(), "{}", stderr(&reload));
     let mut messages: Vec<String> = Vec::new();
     let receive_for = |d: Duration, messages: &mut Vec<String>| {
         let until = Instant::now() + d;
@@ -419,6 +421,17 @@ fn notify_socket_gets_ready_status_watchdog_then_stopping() {
         "{messages:?}"
     );
     assert_eq!(ready, 0, "nothing before READY=1: {messages:?}");
+    let reloading = first("RELOADING=1");
+    assert!(
+        messages[reloading].contains("MONOTONIC_USEC="),
+        "{messages:?}"
+    );
+    assert!(
+        messages[reloading + 1..stopping]
+            .iter()
+            .any(|m| m.starts_with("READY=1")),
+        "READY=1 after RELOADING=1: {messages:?}"
+    );
     assert!(messages[status_line].contains("queued"), "{messages:?}");
     assert!(
         server.log_text().contains("configuration reloaded"),

@@ -3,6 +3,11 @@ if [ -d /run/systemd/system ]; then
 fi
 if [ "$1" -eq 0 ]; then
     rm -rf /var/lib/cuzk /run/cuzk
-    getent passwd cuzk >/dev/null && userdel cuzk || true
-    getent group cuzk >/dev/null && groupdel cuzk || true
+    # A user that cannot be deleted (a process of it still running) says so.
+    if getent passwd cuzk >/dev/null; then
+        userdel cuzk
+    fi
+    if getent group cuzk >/dev/null; then
+        groupdel cuzk
+    fi
 fi

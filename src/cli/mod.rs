@@ -53,6 +53,8 @@ enum Command {
     /// The GPU kernels' compiled form.
     #[command(subcommand)]
     Kernels(kernels::KernelsCommand),
+    /// Ask a running service to read its configuration again (SIGHUP; the unit's ExecReload).
+    Reload(serve::ReloadArgs),
 }
 
 /// Where the CLI commands cache compiled GPU kernels (the service uses <data_dir>/kernels).
@@ -150,6 +152,7 @@ pub fn run() -> ExitCode {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Selftest(args) => selftest::run(args),
         Command::Kernels(cmd) => kernels::run(cmd),
+        Command::Reload(args) => serve::reload_running(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -210,7 +210,15 @@ async fn serve(
         tokio::select! {
             _ = term.recv() => break,
             _ = int.recv() => break,
-            _ = hup.recv() => reload(&app, config_path.as_deref(), &running),
+            _ = hup.recv() => {
+                if let Some(n) = &notifier {
+                    n.reloading();
+                }
+                reload(&app, config_path.as_deref(), &running);
+                if let Some(n) = &notifier {
+                    n.ready();
+                }
+            }
         }
     }
 
@@ -233,6 +241,26 @@ async fn serve(
         own.remove();
     }
     tracing::info!(drained, "stopped");
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct ReloadArgs {
+    /// The running service's process id (systemd's $MAINPID).
+    #[arg(long)]
+    pub pid: i32,
+}
+
+/// `cuzk reload --pid PID`: SIGHUP to the service (the unit's ExecReload, so that reloading needs
+/// no other package's `kill`). Under systemd the service answers RELOADING=1, then READY=1 once
+/// the configuration is applied, and `systemctl reload` returns then.
+pub fn reload_running(args: ReloadArgs) -> Result<()> {
+    anyhow::ensure!(args.pid > 0, "--pid {}: not a process id", args.pid);
+    // SAFETY: kill(2) with a positive pid signals that one process; no memory is involved.
+    if unsafe { libc::kill(args.pid, libc::SIGHUP) } != 0 {
+        let e = std::io::Error::last_os_error();
+        anyhow::bail!("signalling process {}: {e}", args.pid);
+    }
     Ok(())
 }
 
