@@ -1,9 +1,11 @@
 # Packages: `make packages` builds target/debian/*.deb and target/generate-rpm/*.rpm.
 # `make check-packages` runs lintian; `make install-test` installs, upgrades and purges the .deb on
-# this machine (root; see packaging/install-test.sh). Needs cargo-deb and cargo-generate-rpm
+# this machine (root; see packaging/install-test.sh); `make boot-test` installs it from a signed
+# apt repository into a Debian booted under systemd and drives the unit (root, systemd-nspawn; see
+# packaging/boot-test.sh). Needs cargo-deb and cargo-generate-rpm
 # (`make tools`).
 
-.PHONY: packages deb rpm build tools check-packages install-test
+.PHONY: packages deb rpm build tools check-packages install-test boot-test
 
 packages: deb rpm
 
@@ -26,3 +28,6 @@ check-packages: deb rpm
 
 install-test: deb
 	packaging/install-test.sh
+
+boot-test: deb
+	packaging/boot-test.sh

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Boot test: boots a minimal Debian bookworm under a real systemd (systemd-nspawn --boot: systemd
 # 252 is PID 1 of the container), installs target/debian/cuzk-appliance_*.deb from a signed local
-# apt repository and drives the service: start (Type=notify), /metrics, reload, stop, remove while
+# apt repository (with a second build of it, one version up) and drives the service: start
+# (Type=notify), /metrics, reload, stop, `apt upgrade` with an edited conffile (kept), remove while
 # running (prerm stops it), purge (user and /var/lib/cuzk gone). The steps in the guest are
 # packaging/boot/guest-test.sh, run there as a transient unit. Needs root; exits non-zero on any
 # failed check. The transcript of a passing run is kept in $CUZK_BOOT_CACHE/transcript.txt (of a
@@ -90,6 +91,12 @@ make_repo() {
     local share=$1 gnupg=$run/gnupg
     mkdir -p "$share/repo" && chmod 0755 "$share" "$share/repo"
     install -m 0644 "$deb" "$share/repo/"
+    # A second build of the same package, its version one step up: what `apt upgrade` moves to.
+    local unpacked=$run/upgrade
+    dpkg-deb -R "$deb" "$unpacked"
+    sed -i "s/^Version: .*/Version: $version+upgrade/" "$unpacked/DEBIAN/control"
+    dpkg-deb --root-owner-group -b "$unpacked" "$share/repo/cuzk-appliance_${version}+upgrade_amd64.deb" >/dev/null
+    rm -rf "$unpacked"
     install -d -m 0700 "$gnupg"
     export GNUPGHOME=$gnupg
     gpg --batch --quiet --pinentry-mode loopback --passphrase '' \
@@ -133,13 +140,15 @@ main() {
     say "$(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n), kernel $(uname -r)"
     host_tools
     find_deb
-    say "package: $deb ($(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version); Depends: $(dpkg-deb -f "$deb" Depends))"
+    version=$(dpkg-deb -f "$deb" Version)
+    say "package: $deb ($(dpkg-deb -f "$deb" Package) $version; Depends: $(dpkg-deb -f "$deb" Depends))"
     build_root
     run=$(mktemp -d "$cache/run.XXXXXX")
     trap cleanup EXIT
     trap 'exit 130' INT TERM
     make_repo "$run/share"
     install -m 0755 "$here/packaging/boot/guest-test.sh" "$run/share/guest-test.sh"
+    echo "$version" >"$run/share/version"
 
     local t1=$(date +%s)
     say "boot: systemd-nspawn --boot -D $root (volatile overlay, private network)"

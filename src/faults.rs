@@ -1,6 +1,7 @@
 //! Fault switches of a test build (`cargo test --features faults`; the packages are built
 //! without the feature, where every switch here is a no-op the compiler removes): faults the
 //! service cannot otherwise be made to meet, for the tests that show it copes with them.
+//! `cuzk serve` arms them from the environment ([`arm_from_env`]).
 //!
 //! `CUZK_FAULT_WRONG_PROOFS=N`: the first N partition proofs the backends make come out wrong
 //! (B moved by G2's generator), as a faulty device's would; the retry on the other backend
@@ -12,24 +13,33 @@ use blstrs::Bls12;
 /// Whether this build has the fault switches.
 pub const ENABLED: bool = cfg!(feature = "faults");
 
-/// A partition's proof as the prover made it, or made wrong while `CUZK_FAULT_WRONG_PROOFS`
-/// says so.
+/// The variables that arm the switches, each with the number of faults it asks for.
+pub const VARIABLES: [&str; 1] = ["CUZK_FAULT_WRONG_PROOFS"];
+
+#[cfg(feature = "faults")]
+static WRONG_PROOFS_LEFT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Arms the switch named by `variable` (one of [`VARIABLES`]) for `count` faults.
+#[cfg(feature = "faults")]
+pub fn arm(variable: &str, count: u64) {
+    if variable == "CUZK_FAULT_WRONG_PROOFS" {
+        WRONG_PROOFS_LEFT.store(count, std::sync::atomic::Ordering::SeqCst);
+        tracing::warn!(count, "fault switch armed: {variable}");
+    }
+}
+
+/// A build without the fault switches arms none.
+#[cfg(not(feature = "faults"))]
+pub fn arm(_variable: &str, _count: u64) {}
+
+/// A partition's proof as the prover made it, or made wrong while the switch is armed.
 #[cfg(feature = "faults")]
 pub fn prover_output(mut proof: Proof<Bls12>) -> Proof<Bls12> {
     use group::prime::PrimeCurveAffine;
     use group::{Curve, Group};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::OnceLock;
+    use std::sync::atomic::Ordering;
 
-    static LEFT: OnceLock<AtomicU64> = OnceLock::new();
-    let left = LEFT.get_or_init(|| {
-        let n = std::env::var("CUZK_FAULT_WRONG_PROOFS")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        AtomicU64::new(n)
-    });
-    if left
+    if WRONG_PROOFS_LEFT
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok()
     {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first. A module may use modules of lower layers only: no arrow goes up
 /// or sideways, so the graph has no circle.
 const LAYERS: &[&[&str]] = &[
-    &["persist"],
+    &["persist", "faults"],
     &["memory", "synth", "srs"],
     &["pce"],
     &["groth16"],

@@ -286,6 +286,8 @@ fn idempotency_cancellation_and_problem_json() {
     // A running PoRep, a queued PoRep, and the same id twice.
     let (status, _) = server.submit(&porep_body("run-1"));
     assert_eq!(status, 202);
+    // Out of the queue (which holds one job) before the next comes.
+    server.wait_running("run-1");
     let (status, first) = server.submit(&porep_body("queued-1"));
     assert_eq!(status, 202);
     let (status, again) = server.submit(&porep_body("queued-1"));
@@ -530,11 +532,8 @@ fn sigterm_lets_a_running_job_finish_before_exit() {
     let data = dir.path().join("data");
     let mut server = Server::start(&data, &[("CUZK_SERVICE__DRAIN_TIMEOUT_SECS", "300")]);
     server.submit(&winning.body("drained-1"));
+    server.wait_running("drained-1");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while server.get_json("/v1/proofs/drained-1").1["state"] != "running" {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(20));
-    }
     server.signal("TERM");
     // Draining: not ready, and new work is refused while the running job finishes.
     while server.get("/readyz").0 != 503 {

@@ -54,7 +54,8 @@ echo "$updated" | indent
 # A repository whose signature does not check out is only a warning for some apt versions.
 ! echo "$updated" | grep -q '^[WE]:' || fail "apt-get update warned or failed (signature?)"
 run apt-cache policy cuzk-appliance
-run apt-get install -y --no-install-recommends cuzk-appliance || fail "apt-get install cuzk-appliance"
+version=$(cat "$share/version")
+run apt-get install -y --no-install-recommends "cuzk-appliance=$version" || fail "apt-get install cuzk-appliance=$version"
 [ "$(dpkg-query -W -f '${Status}' cuzk-appliance 2>/dev/null)" = "install ok installed" ] \
     || fail "cuzk-appliance is not installed"
 ok "cuzk-appliance $(dpkg-query -W -f '${Version}' cuzk-appliance) installed; unit $(systemctl is-enabled cuzk 2>&1)"
@@ -101,9 +102,23 @@ journal_has 10 "$m" "stopping" || fail "no \"stopping\" in the journal after sto
 journal_has 10 "$m" "stopped" || fail "no \"stopped\" in the journal after stop"
 ok "is-active: $state; journal: $(since_mark "$m" | grep -i 'stopp' | tr '\n' '|')"
 
+step "apt-get upgrade to the second build with an edited conffile: the edit is kept"
+sed -i 's/^# workers = [0-9]*$/workers = 3/' /etc/cuzk/cuzk.toml
+grep -q '^workers = 3$' /etc/cuzk/cuzk.toml || fail "could not edit /etc/cuzk/cuzk.toml"
+run apt-get upgrade -y || fail "apt-get upgrade"
+[ "$(dpkg-query -W -f '${Version}' cuzk-appliance)" = "$version+upgrade" ] \
+    || fail "cuzk-appliance is $(dpkg-query -W -f '${Version}' cuzk-appliance) after upgrade, not $version+upgrade"
+grep -q '^workers = 3$' /etc/cuzk/cuzk.toml || fail "the edited conffile was replaced on upgrade"
+systemctl start cuzk || fail "systemctl start cuzk after upgrade"
+[ "$(is_active)" = active ] || fail "cuzk is $(is_active) after the upgrade's start"
+main=$(systemctl show -p MainPID --value cuzk)
+run runuser -u cuzk -- cuzk config show --config /etc/cuzk/cuzk.toml || fail "cuzk config show"
+runuser -u cuzk -- cuzk config show --config /etc/cuzk/cuzk.toml | grep -q '^workers = 3  # /etc/cuzk/cuzk.toml' \
+    || fail "the edited value is not in effect"
+ok "upgraded to $(dpkg-query -W -f '${Version}' cuzk-appliance); workers = 3 kept; main pid $main active"
+
 step "apt-get remove while the service runs: prerm stops it"
-systemctl start cuzk || fail "systemctl start cuzk (again)"
-[ "$(is_active)" = active ] || fail "cuzk is $(is_active) after the second start"
+[ "$(is_active)" = active ] || fail "cuzk is $(is_active) before remove"
 echo "guest:   running before remove: $(cuzk_procs | tr '\n' ' ')"
 [ -n "$(cuzk_procs)" ] || fail "no process of the cuzk user runs before remove"
 m=$(mark)

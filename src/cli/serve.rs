@@ -36,6 +36,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
         tracing::warn!(
             "this build has the test fault switches (--features faults): not for production"
         );
+        for variable in crate::faults::VARIABLES {
+            if let Some(count) = std::env::var(variable)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+            {
+                crate::faults::arm(variable, count);
+            }
+        }
     }
     let loaded = config::load(args.config.as_deref())?;
     let settings = loaded.config.settings()?;

@@ -312,6 +312,19 @@ impl Server {
         }
     }
 
+    /// Polls a job until it runs (60 s at most).
+    pub fn wait_running(&self, id: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, job) = self.get_json(&format!("/v1/proofs/{id}"));
+            if job["state"] == "running" {
+                return;
+            }
+            assert!(Instant::now() < deadline, "job {id} did not start: {job}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn proof(&self, id: &str) -> Vec<u8> {
         let (status, content_type, bytes) = self.get(&format!("/v1/proofs/{id}/proof"));
         assert_eq!(status, 200);
