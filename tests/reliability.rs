@@ -788,6 +788,23 @@ fn held_for(server: &Server, purpose: &str) -> u64 {
         .unwrap()
 }
 
+/// The answer to a submission of `len` bytes that comes before its body is sent: the status,
+/// the problem's type, and the whole answer (head and problem) in lower case.
+fn early_answer(server: &Server, len: usize) -> (u16, String, String) {
+    let answer = raw_exchange(server, &expecting_head(len));
+    let (status, _, problem) = parse_http_answer(&answer);
+    let text = String::from_utf8_lossy(&answer).to_lowercase();
+    (status, problem_type(&problem), text)
+}
+
+/// A small submission is still read and checked (422 for what it says), and /healthz answers.
+fn small_bodies_still_pass(server: &Server) {
+    let req = ureq::post(&server.url("/v1/proofs")).set("content-type", "application/json");
+    let (status, _, small) = server.call(req, Some(br#"{"kind": "porep-c2"}"#));
+    assert_eq!(status, 422, "{}", String::from_utf8_lossy(&small));
+    assert_eq!(server.get("/healthz").0, 200);
+}
+
 /// A body being read holds three times its declared length from the memory budget (what
 /// checking it takes at most), shown as `request-bodies` in /v1/status, from the moment its
 /// head is read: in a 250 MB budget, beside a trickled 50 MB body (150 MB held), a 40 MB one is
@@ -806,24 +823,16 @@ fn request_bodies_are_held_from_the_memory_budget_while_they_are_read() {
     );
     let trickling = trickle(&server, 50_000_000);
     assert_eq!(held_for(&server, "request-bodies"), 150_000_000);
-    let answer = raw_exchange(&server, &expecting_head(40_000_000));
-    let (status, _, problem) = parse_http_answer(&answer);
-    let text = String::from_utf8_lossy(&answer).to_lowercase();
+    let (status, problem, text) = early_answer(&server, 40_000_000);
     assert_eq!(status, 503, "{text}");
-    assert_eq!(problem_type(&problem), "urn:cuzk:problem:unavailable");
+    assert_eq!(problem, "urn:cuzk:problem:unavailable");
     assert!(text.contains("memory budget"), "{text}");
     assert!(text.contains("retry-after: 2"), "{text}");
-    let answer = raw_exchange(&server, &expecting_head(90_000_000));
-    let (status, _, problem) = parse_http_answer(&answer);
-    let text = String::from_utf8_lossy(&answer).to_lowercase();
+    let (status, problem, text) = early_answer(&server, 90_000_000);
     assert_eq!(status, 413, "{text}");
-    assert_eq!(problem_type(&problem), "urn:cuzk:problem:body-too-large");
+    assert_eq!(problem, "urn:cuzk:problem:body-too-large");
     assert!(text.contains("memory budget of 250000000 bytes"), "{text}");
-    // Small bodies still fit beside the trickle; health is never held up.
-    let req = ureq::post(&server.url("/v1/proofs")).set("content-type", "application/json");
-    let (status, _, small) = server.call(req, Some(br#"{"kind": "porep-c2"}"#));
-    assert_eq!(status, 422, "{}", String::from_utf8_lossy(&small));
-    assert_eq!(server.get("/healthz").0, 200);
+    small_bodies_still_pass(&server);
     drop(trickling);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while held_for(&server, "request-bodies") != 0 {
@@ -859,21 +868,12 @@ fn bodies_past_the_in_flight_cap_wait_with_503_and_retry_after_until_room_return
     );
     let trickling = trickle(&server, 40_000_000);
     let body = junk_porep_body(30_000_000);
-    let answer = raw_exchange(&server, &expecting_head(body.len()));
-    let (status, _, problem) = parse_http_answer(&answer);
-    let head_text = String::from_utf8_lossy(&answer).to_lowercase();
-    assert_eq!(status, 503, "{head_text}");
-    assert_eq!(problem_type(&problem), "urn:cuzk:problem:unavailable");
-    assert!(
-        String::from_utf8_lossy(&problem).contains("api.max_inflight_body_bytes"),
-        "{head_text}"
-    );
-    assert!(head_text.contains("retry-after: 2"), "{head_text}");
-    // A small body still fits beside the trickle.
-    let req = ureq::post(&server.url("/v1/proofs")).set("content-type", "application/json");
-    let (status, _, small) = server.call(req, Some(br#"{"kind": "porep-c2"}"#));
-    assert_eq!(status, 422, "{}", String::from_utf8_lossy(&small));
-    assert_eq!(server.get("/healthz").0, 200);
+    let (status, problem, text) = early_answer(&server, body.len());
+    assert_eq!(status, 503, "{text}");
+    assert_eq!(problem, "urn:cuzk:problem:unavailable");
+    assert!(text.contains("api.max_inflight_body_bytes"), "{text}");
+    assert!(text.contains("retry-after: 2"), "{text}");
+    small_bodies_still_pass(&server);
     drop(trickling);
     // The room comes back once the trickling request is gone (until then a 503 may cut the
     // upload short: the answer comes before the body is read).
