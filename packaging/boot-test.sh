@@ -41,6 +41,7 @@ host_tools() {
     command -v flock >/dev/null || missing="$missing util-linux"
     if [ -n "$missing" ]; then
         say "installing on the host:$missing"
+        apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing >/dev/null
     fi
 }
