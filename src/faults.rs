@@ -1,7 +1,7 @@
 //! Fault switches of a test build (`cargo test --features faults`; the packages are built
 //! without the feature, where every switch here is a no-op the compiler removes): faults the
 //! service cannot otherwise be made to meet, for the tests that show it copes with them.
-//! `cuzk serve` arms them from the environment ([`arm_from_env`]).
+//! `cuzk serve` arms them from the environment.
 //!
 //! `CUZK_FAULT_WRONG_PROOFS=N`: the first N partition proofs the backends make come out wrong
 //! (B moved by G2's generator), as a faulty device's would; the retry on the other backend
@@ -13,24 +13,22 @@ use blstrs::Bls12;
 /// Whether this build has the fault switches.
 pub const ENABLED: bool = cfg!(feature = "faults");
 
-/// The variables that arm the switches, each with the number of faults it asks for.
-pub const VARIABLES: [&str; 1] = ["CUZK_FAULT_WRONG_PROOFS"];
+/// The variable whose count arms [`arm_wrong_proofs`].
+pub const WRONG_PROOFS: &str = "CUZK_FAULT_WRONG_PROOFS";
 
 #[cfg(feature = "faults")]
 static WRONG_PROOFS_LEFT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Arms the switch named by `variable` (one of [`VARIABLES`]) for `count` faults.
-#[cfg(feature = "faults")]
-pub fn arm(variable: &str, count: u64) {
-    if variable == "CUZK_FAULT_WRONG_PROOFS" {
+/// The next `count` partition proofs come out wrong (a build without the switches: none do).
+pub fn arm_wrong_proofs(count: u64) {
+    #[cfg(feature = "faults")]
+    {
         WRONG_PROOFS_LEFT.store(count, std::sync::atomic::Ordering::SeqCst);
-        tracing::warn!(count, "fault switch armed: {variable}");
+        tracing::warn!(count, "fault switch armed: {WRONG_PROOFS}");
     }
+    #[cfg(not(feature = "faults"))]
+    let _ = count;
 }
-
-/// A build without the fault switches arms none.
-#[cfg(not(feature = "faults"))]
-pub fn arm(_variable: &str, _count: u64) {}
 
 /// A partition's proof as the prover made it, or made wrong while the switch is armed.
 #[cfg(feature = "faults")]

@@ -1,6 +1,6 @@
 //! The systemd notification protocol (sd_notify, through the sd-notify crate): READY, STATUS,
-//! WATCHDOG, RELOADING (with MONOTONIC_USEC) and STOPPING to the socket systemd names in NOTIFY_SOCKET, and the watchdog
-//! interval it sets in WATCHDOG_USEC. Not run by systemd (no NOTIFY_SOCKET), nothing is sent.
+//! WATCHDOG, RELOADING (with MONOTONIC_USEC) and STOPPING to the socket systemd names in
+//! NOTIFY_SOCKET, and the watchdog interval it sets in WATCHDOG_USEC. Not run by systemd (no NOTIFY_SOCKET), nothing is sent.
 //! tests/service.rs checks the datagrams on a real socket.
 
 use std::time::Duration;

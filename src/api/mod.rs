@@ -136,14 +136,9 @@ impl App {
         let need = bytes.saturating_mul(BODY_MEMORY_FACTOR);
         let budget = admission.budget();
         if need > budget {
-            return Err(Problem::new(
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                "body-too-large",
-                "Request body too large",
-                format!(
-                    "reading a body of {bytes} bytes takes {need} bytes of memory, past the memory budget of {budget} bytes"
-                ),
-            ));
+            return Err(Problem::body_too_large_because(format!(
+                "reading a body of {bytes} bytes takes {need} bytes of memory, past the memory budget of {budget} bytes"
+            )));
         }
         reading.memory = admission.pass(crate::memory::Purpose::RequestBodies, need);
         if reading.memory.is_none() {

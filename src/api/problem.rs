@@ -88,11 +88,16 @@ impl Problem {
 
     /// A body over `api.max_body_bytes` (its Content-Length, or its bytes as they came).
     pub fn body_too_large(limit: usize) -> Self {
+        Self::body_too_large_because(format!("the body is over api.max_body_bytes = {limit}"))
+    }
+
+    /// A body refused for its size, for the reason `detail` gives.
+    pub fn body_too_large_because(detail: impl Into<String>) -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body-too-large",
             "Request body too large",
-            format!("the body is over api.max_body_bytes = {limit}"),
+            detail,
         )
     }
 

@@ -36,13 +36,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         tracing::warn!(
             "this build has the test fault switches (--features faults): not for production"
         );
-        for variable in crate::faults::VARIABLES {
-            if let Some(count) = std::env::var(variable)
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-            {
-                crate::faults::arm(variable, count);
-            }
+        let wrong = std::env::var(crate::faults::WRONG_PROOFS).ok();
+        if let Some(count) = wrong.and_then(|v| v.trim().parse().ok()) {
+            crate::faults::arm_wrong_proofs(count);
         }
     }
     let loaded = config::load(args.config.as_deref())?;
